@@ -56,7 +56,7 @@ struct var_info {
   var_kind kind = var_kind::continuous;
   double lower = 0;
   double upper = infinity;
-  std::string name;  // may be empty; messages then say "x#<index>"
+  std::string name{};  // may be empty; messages then say "x#<index>"
 };
 
 // ---- linear expressions ------------------------------------------------------------------------
@@ -178,7 +178,7 @@ inline const char* to_string(sense s) noexcept {
 // lhs (constant-free) <sense> rhs. Built by `a <= b`, `a >= b`, `a == b` on expressions: everything
 // moves to the left, the constant to the right.
 struct constraint {
-  expr lhs;
+  expr lhs{};
   solver::sense sense = solver::sense::le;
   double rhs = 0;
 };
@@ -207,10 +207,10 @@ struct row {
 
 // A stored constraint: normalized terms (sorted, unique, nonzero), sense, right-hand side, name.
 struct row_view {
-  std::span<const term> terms;
+  std::span<const term> terms{};
   solver::sense sense = solver::sense::le;
   double rhs = 0;
-  std::string_view name;
+  std::string_view name{};
 };
 
 struct model_stats {
@@ -247,8 +247,8 @@ class model {
     }
     if (kind == var_kind::integer) {
       // An integer variable whose bounds admit no integer is infeasible, not malformed: keep it.
-      lower = std::isinf(lower) ? lower : std::ceil(lower - 1e-9);
-      upper = std::isinf(upper) ? upper : std::floor(upper + 1e-9);
+      lower = std::isinf(lower) ? lower : std::ceil(lower - 1e-9) + 0.0;  // + 0.0: no "-0" in messages
+      upper = std::isinf(upper) ? upper : std::floor(upper + 1e-9) + 0.0;
     }
     vars_.push_back(var_info{kind, lower, upper, std::move(name)});
     if (kind == var_kind::binary) ++binaries_;
@@ -285,10 +285,10 @@ class model {
   row add(constraint c, std::string name = {}) {
     const std::size_t id = senses_.size();
     auto culprit = [&] { return "constraint '" + (name.empty() ? "r#" + std::to_string(id) : name) + "'"; };
+    validate_terms(c.lhs, culprit);
     if (!std::isfinite(c.rhs) || !std::isfinite(c.lhs.constant())) {
       throw error(errc::invalid_argument, culprit() + ": right-hand side is " + num(c.rhs) + ", not a finite number");
     }
-    validate_terms(c.lhs, culprit);
     c.lhs.normalize();
     row_terms_.insert(row_terms_.end(), c.lhs.terms().begin(), c.lhs.terms().end());
     row_start_.push_back(row_terms_.size());
@@ -322,10 +322,10 @@ class model {
   void maximize(expr e) { set_objective(objective_sense::maximize, std::move(e)); }
   void set_objective(objective_sense s, expr e) {
     auto culprit = [] { return std::string("objective"); };
+    validate_terms(e, culprit);
     if (!std::isfinite(e.constant())) {
       throw error(errc::invalid_argument, "objective: constant term is " + num(e.constant()) + ", not a finite number");
     }
-    validate_terms(e, culprit);
     e.normalize();
     objective_ = std::move(e);
     sense_ = s;
@@ -469,7 +469,7 @@ struct options {
   double absolute_gap = 1e-6;                      // ... or when |incumbent - bound| <= abs
   int threads = 1;                                 // > 1 may make results depend on timing
   int verbosity = 0;                               // 0: silent; 1: the backend's log; 2+: more
-  std::optional<std::int64_t> node_limit;          // branch-and-bound nodes; 0 = root node only
+  std::optional<std::int64_t> node_limit = std::nullopt;  // branch-and-bound nodes; 0 = root node only
 };
 
 // Throws errc::invalid_argument naming the bad option.
@@ -521,11 +521,11 @@ struct solution {
   double objective = std::numeric_limits<double>::quiet_NaN();  // incumbent's value, model's sense
   double bound = std::numeric_limits<double>::quiet_NaN();      // dual bound, model's sense
   double gap = std::numeric_limits<double>::quiet_NaN();        // relative_gap(objective, bound)
-  std::vector<double> values;                                   // per variable when has_incumbent()
+  std::vector<double> values{};                                 // per variable when has_incumbent()
   double seconds = 0;                                           // wall time of the solve
   std::int64_t nodes = 0;                                       // branch-and-bound nodes, if known
-  std::string backend;
-  std::string message;
+  std::string backend{};
+  std::string message{};
 
   [[nodiscard]] bool has_incumbent() const noexcept {
     return status == status::optimal || status == status::feasible;

@@ -1,0 +1,300 @@
+#pragma once
+// memplan/solver/cbc.hpp -- `solver::cbc`, a MILP backend over COIN-OR CBC 2.10. This is the only
+// file of memplan that includes COIN-OR headers. Link the CMake target memplan::cbc, which defines
+// MEMPLAN_HAVE_CBC=1; without it this header still compiles and solver::cbc::available() is false.
+//
+// How it drives CBC: the model is loaded into an OsiClpSolverInterface, wrapped in a CbcModel and
+// solved by CbcMain0/CbcMain1 -- the code path of the `cbc` executable, so CBC's default
+// preprocessing, cut generators and primal heuristics all run -- with the arguments
+//   -log N -timeMode elapsed -sec T -ratioGap R -allowableGap A [-threads K] [-maxNodes M] -solve
+// The warm start goes through CbcModel::setMIPStart, which CBC completes (it fixes the given
+// integer variables and solves for the rest) and installs as the first incumbent.
+#include <memplan/core/error.hpp>
+#include <memplan/solver/milp.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cmath>
+#include <cstddef>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#if defined(MEMPLAN_HAVE_CBC) && MEMPLAN_HAVE_CBC
+#include <CbcModel.hpp>
+#include <CbcSolver.hpp>
+#include <CoinError.hpp>
+#include <CoinFinite.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+#define MEMPLAN_DETAIL_CBC_ENABLED 1
+#else
+#define MEMPLAN_DETAIL_CBC_ENABLED 0
+#endif
+
+namespace memplan::solver {
+
+inline constexpr std::string_view cbc_unavailable_message =
+    "CBC is not available: build with -DMEMPLAN_WITH_CBC=ON and coinor-libcbc-dev (and link memplan::cbc)";
+
+namespace detail {
+
+inline std::string cbc_num(double x) {
+  std::ostringstream os;
+  os.precision(10);
+  os << x;
+  return os.str();
+}
+
+#if MEMPLAN_DETAIL_CBC_ENABLED
+// CbcMain1 parses its arguments through file-static state in CbcOrClpParam.cpp (CBC 2.10), so two
+// concurrent calls may corrupt each other. Every solve owns its CbcModel and solver; only the call
+// into CBC is serialized.
+inline std::mutex& cbc_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// CBC reports "no value" as +-1e50 or +-COIN_DBL_MAX.
+inline double cbc_value_or_inf(double v) {
+  if (std::isnan(v)) return v;
+  if (v >= 1e49) return infinity;
+  if (v <= -1e49) return -infinity;
+  return v;
+}
+#endif
+
+}  // namespace detail
+
+class cbc {
+ public:
+  [[nodiscard]] static constexpr bool available() noexcept { return MEMPLAN_DETAIL_CBC_ENABLED != 0; }
+  [[nodiscard]] std::string_view name() const noexcept { return "cbc"; }
+
+  [[nodiscard]] solution solve(const model& m, const options& o) const {
+    validate(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    solution s;
+    s.backend = "cbc";
+#if !MEMPLAN_DETAIL_CBC_ENABLED
+    (void)m;
+    (void)elapsed;
+    s.status = status::error;
+    s.message = std::string(cbc_unavailable_message);
+    return s;
+#else
+    // Constraints without variables never reach CBC: either they hold or the model is infeasible.
+    std::vector<std::size_t> rows;
+    rows.reserve(m.num_constraints());
+    for (std::size_t r = 0; r < m.num_constraints(); ++r) {
+      const row_view c = m.constraint_at(row{r});
+      if (!c.terms.empty()) {
+        rows.push_back(r);
+        continue;
+      }
+      const bool holds = c.sense == solver::sense::le   ? 0.0 <= c.rhs
+                         : c.sense == solver::sense::ge ? 0.0 >= c.rhs
+                                                        : c.rhs == 0.0;
+      if (!holds) {
+        s.status = status::infeasible;
+        s.message = "constraint '" + m.row_name(row{r}) + "' has no variables and reads 0 " + to_string(c.sense) +
+                    " " + detail::cbc_num(c.rhs);
+        s.seconds = elapsed();
+        return s;
+      }
+    }
+    if (m.num_vars() == 0) {
+      s.status = status::optimal;
+      s.objective = s.bound = m.objective().constant();
+      s.gap = 0;
+      s.message = "empty model";
+      s.seconds = elapsed();
+      return s;
+    }
+    if (m.num_vars() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+        m.stats().nonzeros > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw error(errc::limit_exceeded, "solver::cbc: model '" + m.name() + "' has more variables or nonzeros than CBC's int indices hold");
+    }
+    try {
+      run(m, o, rows, s, elapsed);
+    } catch (const CoinError& e) {
+      s = solution{};
+      s.backend = "cbc";
+      s.status = status::error;
+      s.message = "CBC failed: " + e.className() + "::" + e.methodName() + ": " + e.message();
+    }
+    s.seconds = elapsed();
+    return s;
+#endif
+  }
+
+#if MEMPLAN_DETAIL_CBC_ENABLED
+ private:
+  template <class Elapsed>
+  static void run(const model& m, const options& o, const std::vector<std::size_t>& rows, solution& s,
+                  Elapsed& elapsed) {
+    const int n = static_cast<int>(m.num_vars());
+    const bool maximize = m.sense() == objective_sense::maximize;
+    const double flip = maximize ? -1.0 : 1.0;  // CBC minimizes flip * objective
+    auto bound = [](double b) { return std::isinf(b) ? (b > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX) : b; };
+
+    std::vector<double> col_lb(n), col_ub(n), obj(n, 0.0);
+    for (int j = 0; j < n; ++j) {
+      const var_info& vi = m.vars()[static_cast<std::size_t>(j)];
+      col_lb[j] = bound(vi.lower);
+      col_ub[j] = bound(vi.upper);
+    }
+    for (const term& t : m.objective().terms()) obj[t.v.index] = flip * t.coef;
+
+    std::vector<int> starts, lengths, index;
+    std::vector<double> value, row_lb, row_ub;
+    starts.reserve(rows.size() + 1);
+    lengths.reserve(rows.size());
+    row_lb.reserve(rows.size());
+    row_ub.reserve(rows.size());
+    for (const std::size_t r : rows) {
+      const row_view c = m.constraint_at(row{r});
+      starts.push_back(static_cast<int>(index.size()));
+      lengths.push_back(static_cast<int>(c.terms.size()));
+      for (const term& t : c.terms) {
+        index.push_back(static_cast<int>(t.v.index));
+        value.push_back(t.coef);
+      }
+      row_lb.push_back(c.sense == solver::sense::le ? -COIN_DBL_MAX : c.rhs);
+      row_ub.push_back(c.sense == solver::sense::ge ? COIN_DBL_MAX : c.rhs);
+    }
+    starts.push_back(static_cast<int>(index.size()));
+    const CoinPackedMatrix matrix(false, n, static_cast<int>(rows.size()), static_cast<CoinBigIndex>(index.size()),
+                                  value.data(), index.data(), starts.data(), lengths.data());
+
+    OsiClpSolverInterface lp;
+    if (o.verbosity == 0) lp.messageHandler()->setLogLevel(0);
+    lp.loadProblem(matrix, col_lb.data(), col_ub.data(), obj.data(), row_lb.data(), row_ub.data());
+    for (int j = 0; j < n; ++j) {
+      if (m.vars()[static_cast<std::size_t>(j)].kind != var_kind::continuous) lp.setInteger(j);
+    }
+    // CBC matches MIP-start values to columns by name.
+    const bool has_start = !m.start().empty();
+    if (has_start) {
+      for (int j = 0; j < n; ++j) lp.setColName(j, "c" + std::to_string(j));
+    }
+
+    std::lock_guard<std::mutex> lock(detail::cbc_mutex());
+    CbcModel cbc_model(lp);
+    if (o.verbosity == 0) cbc_model.setLogLevel(0);
+    CbcSolverUsefulData data;
+    data.noPrinting_ = o.verbosity == 0;
+    data.useSignalHandler_ = false;  // a library must not take over SIGINT
+    CbcMain0(cbc_model, data);
+    if (has_start) {
+      std::vector<std::pair<std::string, double>> start;
+      start.reserve(m.start().size());
+      for (const auto& [v, x] : m.start()) start.emplace_back("c" + std::to_string(v.index), x);
+      cbc_model.setMIPStart(start);
+    }
+
+    std::vector<std::string> args{"memplan", "-log", std::to_string(o.verbosity == 0 ? 0 : o.verbosity),
+                                  "-timeMode", "elapsed"};
+    if (std::isfinite(o.time_limit)) {
+      const double left = std::max(o.time_limit - elapsed(), 1e-3);
+      args.insert(args.end(), {"-sec", detail::cbc_num(left)});
+    }
+    args.insert(args.end(), {"-ratioGap", detail::cbc_num(o.relative_gap), "-allowableGap", detail::cbc_num(o.absolute_gap)});
+    if (o.threads > 1) args.insert(args.end(), {"-threads", std::to_string(o.threads)});
+    if (o.node_limit) {
+      const auto cap = static_cast<std::int64_t>(std::numeric_limits<int>::max());
+      args.insert(args.end(), {"-maxNodes", std::to_string(std::min(*o.node_limit, cap))});
+    }
+    args.insert(args.end(), {"-solve", "-quit"});
+    std::vector<const char*> argv;
+    argv.reserve(args.size());
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    CbcMain1(static_cast<int>(argv.size()), argv.data(), cbc_model, [](CbcModel*, int) { return 0; }, data);
+
+    read_result(m, o, cbc_model, flip, s);
+  }
+
+  static void read_result(const model& m, const options& o, CbcModel& cm, double flip, solution& s) {
+    const std::size_t n = m.num_vars();
+    const double constant = m.objective().constant();
+    const double cbc_bound = detail::cbc_value_or_inf(cm.getBestPossibleObjValue());
+    s.nodes = cm.getNodeCount();
+    const double* best = cm.bestSolution();
+    const int secondary = cm.secondaryStatus();
+    const bool time_hit = secondary == 4 || cm.isSecondsLimitReached();
+    const bool node_hit = secondary == 3 || cm.isNodeLimitReached();
+    auto limit_text = [&] {
+      if (time_hit) return "time limit of " + detail::cbc_num(o.time_limit) + " s hit";
+      if (node_hit) return "node limit of " + std::to_string(o.node_limit.value_or(-1)) + " nodes hit";
+      if (secondary == 8) return std::string("iteration limit hit");
+      if (secondary == 5) return std::string("stopped by an event");
+      return "stopped (CBC status " + std::to_string(cm.status()) + "/" + std::to_string(secondary) + ")";
+    };
+
+    if (cm.isProvenInfeasible()) {
+      s.status = status::infeasible;
+      s.message = "CBC proved the model infeasible";
+    } else if (cm.isContinuousUnbounded()) {
+      s.status = status::unbounded;
+      s.message = "the LP relaxation is unbounded";
+    } else if (best != nullptr) {
+      s.values.assign(best, best + n);
+      s.status = cm.isProvenOptimal() ? status::optimal : status::feasible;
+      s.message = s.status == status::optimal ? (secondary == 2 ? "optimal within the requested gap" : "optimal")
+                                              : limit_text() + "; returning the best incumbent";
+    } else if (cm.status() == 0) {
+      // The search finished without an incumbent: nothing is feasible.
+      s.status = status::infeasible;
+      s.message = "CBC finished the search without a feasible solution";
+    } else if (cm.status() == 1) {
+      s.status = status::no_solution;
+      s.message = limit_text() + " before any feasible solution";
+    } else {
+      s.status = status::error;
+      s.message = "CBC abandoned the search (status " + std::to_string(cm.status()) + "/" + std::to_string(secondary) +
+                  ", numerical difficulties?)";
+    }
+
+    // A full, feasible warm start is an incumbent even when CBC stopped before it installed it.
+    if (auto start = m.full_start(); start && !m.violation(*start)) {
+      const double start_obj = m.objective_value(*start);
+      const bool better = s.has_incumbent() && flip * start_obj < flip * m.objective_value(s.values) - 1e-9;
+      if (s.status == status::no_solution || better) {
+        s.values = std::move(*start);
+        s.status = status::feasible;
+        s.message += "; returning the feasible warm start";
+      }
+    }
+
+    if (s.has_incumbent()) {
+      // Snap integer variables to integers so that callers can use them as offsets and indices.
+      for (std::size_t j = 0; j < n; ++j) {
+        if (m.vars()[j].kind != var_kind::continuous) s.values[j] = std::round(s.values[j]);
+      }
+      s.objective = m.objective_value(s.values);
+      if (auto v = m.violation(s.values, 1e-6)) s.message += "; warning: incumbent after rounding: " + *v;
+    }
+    if (s.status == status::optimal || s.status == status::feasible || s.status == status::no_solution) {
+      // Dual bound in the model's sense; never better than the incumbent (CBC's may be, by tolerance).
+      double b = std::isnan(cbc_bound) ? cbc_bound : flip * cbc_bound + constant;
+      if (s.has_incumbent()) {
+        if (s.status == status::optimal && std::isinf(b)) b = s.objective;
+        b = flip > 0 ? std::min(b, s.objective) : std::max(b, s.objective);
+      }
+      s.bound = b;
+      if (s.has_incumbent()) s.gap = relative_gap(s.objective, s.bound);
+    }
+  }
+#endif
+};
+
+static_assert(backend<cbc>);
+
+}  // namespace memplan::solver
