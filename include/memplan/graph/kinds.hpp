@@ -1,0 +1,53 @@
+#pragma once
+// Tensor kinds and op phases shared by every layer (the vocabulary of ../docs/format.md).
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace memplan {
+
+enum class tensor_kind : std::uint8_t { input, weight, activation, gradient, optimizer_state, output, control };
+enum class op_phase : std::uint8_t { forward, backward, update, other };
+
+inline constexpr std::string_view to_string(tensor_kind k) noexcept {
+  switch (k) {
+    case tensor_kind::input: return "input";
+    case tensor_kind::weight: return "weight";
+    case tensor_kind::activation: return "activation";
+    case tensor_kind::gradient: return "gradient";
+    case tensor_kind::optimizer_state: return "optimizer_state";
+    case tensor_kind::output: return "output";
+    case tensor_kind::control: return "control";
+  }
+  return "activation";
+}
+
+inline constexpr std::string_view to_string(op_phase p) noexcept {
+  switch (p) {
+    case op_phase::forward: return "forward";
+    case op_phase::backward: return "backward";
+    case op_phase::update: return "update";
+    case op_phase::other: return "other";
+  }
+  return "other";
+}
+
+inline constexpr std::optional<tensor_kind> parse_tensor_kind(std::string_view s) noexcept {
+  for (auto k : {tensor_kind::input, tensor_kind::weight, tensor_kind::activation, tensor_kind::gradient,
+                 tensor_kind::optimizer_state, tensor_kind::output, tensor_kind::control})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+inline constexpr std::optional<op_phase> parse_op_phase(std::string_view s) noexcept {
+  for (auto p : {op_phase::forward, op_phase::backward, op_phase::update, op_phase::other})
+    if (to_string(p) == s) return p;
+  return std::nullopt;
+}
+
+// Kinds that may exist before the first op (no producer) and, by default, stay resident to the end.
+inline constexpr bool may_be_resident(tensor_kind k) noexcept {
+  return k == tensor_kind::input || k == tensor_kind::weight || k == tensor_kind::optimizer_state;
+}
+
+}  // namespace memplan
