@@ -64,7 +64,13 @@ costs (the "cost" field, FLOPs, one multiply-add = 2):
 other limits:
   models: the classification models of torchvision.models (see --list-models) and "transformer"
   (2-layer nn.TransformerEncoder, d_model 256, 8 heads, feed-forward 2048, dropout 0.1, batch_first,
-  input [batch, seq_len, 256] float32 (already embedded), mean over the sequence, Linear(256, 1000)).
+  post-norm, ReLU passed as a plain function so that eval mode does not take PyTorch's fused fast
+  path, input [batch, seq_len, 256] float32 (already embedded), mean over the sequence,
+  Linear(256, 1000)).
+  torch 1.13 lacks meta kernels for convolution_backward and _adaptive_avg_pool2d_backward; the
+  exporter registers shape-only ones. Any other op without a meta kernel runs FakeTensorMode's
+  fallback (the real CPU kernel on zero-filled inputs: real compute); the exporter lists such ops
+  in meta.fallback_kernels. None of the bundled graphs needs one.
   Detection, segmentation, video and optical-flow models are not supported. Models are built with
   weights=None (no downloads). CPU float32 only; no autocast, no mixed precision.
 """
@@ -84,10 +90,17 @@ def all_model_names():
 def build_transformer(seq_len, num_classes=1000, d_model=256, nhead=8, layers=2):
     import torch.nn as nn
 
+    import torch.nn.functional as F
+
+    def relu(x):
+        # a plain function, not F.relu: eval mode would otherwise take PyTorch's fused CPU fast path
+        # (one aten._transformer_encoder_layer_fwd per layer), hiding the layer's structure
+        return F.relu(x)
+
     class TransformerClassifier(nn.Module):
         def __init__(self):
             super().__init__()
-            layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead, batch_first=True)
+            layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead, batch_first=True, activation=relu)
             self.encoder = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
             self.head = nn.Linear(d_model, num_classes)
 
@@ -123,6 +136,36 @@ def build_model(name, image_size, seq_len, aux):
 
 
 # ----------------------------------------------------------------------------- tracing
+
+_META_LIB = []  # keeps the torch.library registration alive
+
+
+def register_missing_meta_kernels():
+    """Meta (shape-only) kernels for ops that torch 1.13 lacks, so FakeTensorMode never falls back
+    to running the real CPU kernel on zero-filled inputs (slow, and real compute)."""
+    import torch
+    if _META_LIB:
+        return
+    lib = torch.library.Library("aten", "IMPL", "Meta")
+
+    def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                             transposed, output_padding, groups, output_mask):
+        gi = grad_output.new_empty(input.shape) if output_mask[0] else None
+        gw = grad_output.new_empty(weight.shape) if output_mask[1] else None
+        gb = grad_output.new_empty(bias_sizes) if output_mask[2] and bias_sizes is not None else None
+        return gi, gw, gb
+
+    def adaptive_avg_pool2d_backward(grad_output, self):
+        return grad_output.new_empty(self.shape)
+
+    for name, fn in (("convolution_backward", convolution_backward),
+                     ("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward)):
+        try:
+            lib.impl(name, fn)
+        except RuntimeError:
+            pass  # this torch already has a meta kernel for it
+    _META_LIB.append(lib)
+
 
 def _graph_len():
     """Number of fx nodes the active make_fx tracer has recorded so far (phase boundaries)."""
@@ -197,7 +240,27 @@ def trace(model, sample_shape, batch, mode, optimizer, aux_weights, lr=0.01, mom
              + [(n + ".momentum_buffer", "optimizer_state") for n in pnames[:len(mlist)]]
              + [("input", "input"), ("label", "input")])
     step = train_step if train else infer_step
-    gm = make_fx(step, tracing_mode="fake")(plist, blist, mlist, x, y)
+    register_missing_meta_kernels()
+    import torch._subclasses.fake_tensor as fake_tensor
+    fallbacks = {}
+    real_fallback = fake_tensor.run_fallback_kernel
+
+    def recording_fallback(fake_mode, func, *rest, **kw):
+        # an op without a meta kernel: FakeTensorMode runs the real CPU kernel on zero-filled inputs
+        fallbacks[str(func)] = fallbacks.get(str(func), 0) + 1
+        return real_fallback(fake_mode, func, *rest, **kw)
+
+    fake_tensor.run_fallback_kernel = recording_fallback
+    try:
+        gm = make_fx(step, tracing_mode="fake")(plist, blist, mlist, x, y)
+    except Exception as e:  # name the model and keep PyTorch's message
+        hint = ""
+        if "Expected more than 1 value per channel" in str(e):
+            hint = " (batch norm on a 1x1 map needs batch > 1 in training; for inception_v3 use --no-aux)"
+        raise SystemExit(f"export_torch.py: tracing failed: {type(e).__name__}: {e}{hint}")
+    finally:
+        fake_tensor.run_fallback_kernel = real_fallback
+    boundaries["fallback_kernels"] = fallbacks
     return gm, names, boundaries
 
 
@@ -458,6 +521,8 @@ def convert(gm, names, boundaries, graph_name, meta):
     meta = dict(meta)
     if dropped:
         meta["dropped_ops"] = dropped
+    if boundaries.get("fallback_kernels"):
+        meta["fallback_kernels"] = boundaries["fallback_kernels"]
     return {"format": "memplan-graph", "version": 1, "name": graph_name, "meta": meta,
             "tensors": tensors, "ops": ops}
 

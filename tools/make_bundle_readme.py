@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Write <folder>/README.md: the table of the bundled graphs (validated, with given-order peaks).
+
+usage: make_bundle_readme.py FOLDER
+"""
+
+import glob
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memplan_graph  # noqa: E402
+
+HEADER = """\
+# Bundled model graphs
+
+Real training and inference graphs of torchvision models (and a small Transformer encoder) in the
+memplan graph format (docs/format.md), exported by `tools/export_torch.py` from PyTorch {torch}
+(Debian python3-torch, CPU, float32) by tracing with `make_fx` under `FakeTensorMode`. How they are
+made and what the exporter maps: docs/exporter.md.
+
+- `<model>-train-b<batch>.json.gz`: one full training step in PyTorch's own order: forward,
+  cross-entropy loss, backward (`torch.autograd.grad`), plain SGD update of every parameter
+  (`p.add_(g, alpha=-lr)`, in place: updated weights are `inplace_of` the old ones).
+- `<model>-infer-b<batch>.json.gz`: `model.eval()` forward under `torch.no_grad()`.
+- Image size 224 (inception_v3: 299). inception_v3 is built with `aux_logits=False` (at batch 1
+  PyTorch itself refuses to batch-normalise the aux branch's 1x1 map in training); googlenet keeps
+  its aux classifiers and the loss is main + 0.3 * (aux1 + aux2).
+- `transformer`: 2-layer `nn.TransformerEncoder` (d_model 256, 8 heads, feed-forward 2048,
+  dropout 0.1), input [batch, 128, 256], mean over the sequence, `Linear(256, 1000)`.
+- `cost` is FLOPs (2 per multiply-add for convolutions and matrix products, one per element
+  otherwise); `workspace` is 0. Batch-norm running statistics are `weight` tensors.
+
+Columns: ops and tensors in the file; total bytes = sum of all tensor sizes; resident = bytes of
+the storages live for the whole run (inputs, weights, buffers); peak = the peak of the given order
+under the format's memory rule (tools/graph_stats.py, an independent Python reference).
+
+Regenerate everything (about {minutes} minutes on 2 cores): `tools/export_all.sh` (from the
+repository root; writes data/models and this README). One file:
+`/usr/bin/python3 tools/export_torch.py --model resnet18 --batch 32 --mode train -o resnet18-train-b32.json.gz`.
+Check the bundle: `/usr/bin/python3 tools/graph_stats.py data/models/*.json.gz`.
+
+"""
+
+
+def main(argv):
+    folder = argv[1]
+    files = sorted(glob.glob(os.path.join(folder, "*.json.gz")))
+    if not files:
+        raise SystemExit(f"make_bundle_readme.py: no .json.gz files in {folder}")
+    rows, torch_version, total_size = [], "?", 0
+    for path in files:
+        g = memplan_graph.load(path)
+        memplan_graph.validate(g)
+        st = memplan_graph.given_order_peak(g)
+        meta = g.get("meta", {})
+        torch_version = meta.get("torch", torch_version)
+        size = os.path.getsize(path)
+        total_size += size
+        rows.append(f"| {os.path.basename(path)} | {len(g['ops'])} | {len(g['tensors'])} | {st['total_bytes']} "
+                    f"| {st['resident']} | {st['peak']} | {st['peak'] / 2**20:.1f} | {size} |")
+    text = HEADER.format(torch=torch_version, minutes=4)
+    text += "| file | ops | tensors | total bytes | resident bytes | given-order peak (bytes) | peak (MiB) | file size (bytes) |\n"
+    text += "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    text += "\n".join(rows) + "\n"
+    text += f"\n{len(files)} files, {total_size} bytes ({total_size / 2**20:.2f} MiB) in all.\n"
+    with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {os.path.join(folder, 'README.md')}: {len(files)} files, {total_size} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
