@@ -391,11 +391,16 @@ TEST_CASE("solver::cbc: a feasible warm start is the incumbent under node limit 
   s::expr obj;
   for (const s::var v : x) obj += static_cast<double>(rng() % 10) * v;
   m.minimize(obj);
-  m.set_start(planted);
   const double start_obj = m.objective_value(planted);
 
   s::options root_only;
   root_only.node_limit = 0;
+  // Without the warm start, CBC's root heuristics find nothing on this instance ...
+  CHECK(s::cbc{}.solve(m, root_only).status == s::status::no_solution);
+
+  // ... with it, the planted assignment (or better) is the incumbent.
+  m.set_start(planted);
+
   const s::solution r = s::cbc{}.solve(m, root_only);
   CHECK(r.has_incumbent());
   check_incumbent(m, r);
@@ -468,6 +473,10 @@ TEST_CASE("solver::cbc: options (gap, threads, verbosity 0) and determinism") {
   CHECK(l.objective >= 0.5 * best - 1e-9);
 
   CHECK_THROWS_AS((void)s::cbc{}.solve(m, {.time_limit = -1}), memplan::error);
+
+  // expert arguments reach CbcMain1 and do not change the optimum
+  const s::cbc no_cuts{.arguments = {"-cuts", "off", "-preprocess", "off"}};
+  CHECK(no_cuts.solve(m, exact()).objective == doctest::Approx(best));
 
   const s::any_backend erased = s::cbc{};
   CHECK(erased.solve(m, exact()).objective == doctest::Approx(best));

@@ -6,7 +6,8 @@
 // How it drives CBC: the model is loaded into an OsiClpSolverInterface, wrapped in a CbcModel and
 // solved by CbcMain0/CbcMain1 -- the code path of the `cbc` executable, so CBC's default
 // preprocessing, cut generators and primal heuristics all run -- with the arguments
-//   -log N -timeMode elapsed -sec T -ratioGap R -allowableGap A [-threads K] [-maxNodes M] -solve
+//   -log N -timeMode elapsed -sec T -ratioGap R -allowableGap A [-threads K] [-maxNodes M]
+//   <cbc::arguments...> -solve
 // The warm start goes through CbcModel::setMIPStart, which CBC completes (it fixes the given
 // integer variables and solves for the rest) and installs as the first incumbent.
 #include <memplan/core/error.hpp>
@@ -74,6 +75,10 @@ inline double cbc_value_or_inf(double v) {
 
 class cbc {
  public:
+  // Extra arguments for CbcMain1, placed before "-solve", for tuning a model family, e.g.
+  // {"-cuts", "off"} or {"-preprocess", "off"} (see `cbc -?` for the list). Empty by default.
+  std::vector<std::string> arguments{};
+
   [[nodiscard]] static constexpr bool available() noexcept { return MEMPLAN_DETAIL_CBC_ENABLED != 0; }
   [[nodiscard]] std::string_view name() const noexcept { return "cbc"; }
 
@@ -123,7 +128,7 @@ class cbc {
       throw error(errc::limit_exceeded, "solver::cbc: model '" + m.name() + "' has more variables or nonzeros than CBC's int indices hold");
     }
     try {
-      run(m, o, rows, s, elapsed);
+      run(m, o, arguments, rows, s, elapsed);
     } catch (const CoinError& e) {
       s = solution{};
       s.backend = "cbc";
@@ -138,8 +143,8 @@ class cbc {
 #if MEMPLAN_DETAIL_CBC_ENABLED
  private:
   template <class Elapsed>
-  static void run(const model& m, const options& o, const std::vector<std::size_t>& rows, solution& s,
-                  Elapsed& elapsed) {
+  static void run(const model& m, const options& o, const std::vector<std::string>& extra,
+                  const std::vector<std::size_t>& rows, solution& s, Elapsed& elapsed) {
     const int n = static_cast<int>(m.num_vars());
     const bool maximize = m.sense() == objective_sense::maximize;
     const double flip = maximize ? -1.0 : 1.0;  // CBC minimizes flip * objective
@@ -212,6 +217,7 @@ class cbc {
       const auto cap = static_cast<std::int64_t>(std::numeric_limits<int>::max());
       args.insert(args.end(), {"-maxNodes", std::to_string(std::min(*o.node_limit, cap))});
     }
+    args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"-solve", "-quit"});
     std::vector<const char*> argv;
     argv.reserve(args.size());

@@ -464,12 +464,12 @@ class model {
 // ---- options -----------------------------------------------------------------------------------
 
 struct options {
-  double time_limit = infinity;                    // wall-clock seconds for the whole solve
-  double relative_gap = 1e-4;                      // stop when |incumbent - bound| <= rel * |incumbent|
-  double absolute_gap = 1e-6;                      // ... or when |incumbent - bound| <= abs
-  int threads = 1;                                 // > 1 may make results depend on timing
-  int verbosity = 0;                               // 0: silent; 1: the backend's log; 2+: more
-  std::optional<std::int64_t> node_limit = std::nullopt;  // branch-and-bound nodes; 0 = root node only
+  double time_limit = infinity;  // wall-clock seconds for the whole solve
+  double relative_gap = 1e-4;    // stop when |incumbent - bound| <= relative_gap * |incumbent|
+  double absolute_gap = 1e-6;    // ... or when |incumbent - bound| <= absolute_gap
+  int threads = 1;               // > 1 may make results depend on timing
+  int verbosity = 0;             // 0: silent; 1: the backend's log; 2+: more
+  std::optional<std::int64_t> node_limit = std::nullopt;  // branch-and-bound nodes; 0: root only
 };
 
 // Throws errc::invalid_argument naming the bad option.
@@ -521,7 +521,7 @@ struct solution {
   double objective = std::numeric_limits<double>::quiet_NaN();  // incumbent's value, model's sense
   double bound = std::numeric_limits<double>::quiet_NaN();      // dual bound, model's sense
   double gap = std::numeric_limits<double>::quiet_NaN();        // relative_gap(objective, bound)
-  std::vector<double> values{};                                 // per variable when has_incumbent()
+  std::vector<double> values{};                                 // per variable, if has_incumbent()
   double seconds = 0;                                           // wall time of the solve
   std::int64_t nodes = 0;                                       // branch-and-bound nodes, if known
   std::string backend{};
