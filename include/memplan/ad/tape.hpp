@@ -1,0 +1,721 @@
+#pragma once
+// ad::tape: define-by-run recording with shapes only (no compute at record time), then
+// training_step(loss, optimizer) emits the whole step as an ad::program: forward nodes, loss, backward
+// nodes that each depend only on what they truly need (Chen et al. 2016 §3, "declare minimum
+// dependencies"), explicit gradient accumulation (add nodes) for tensors with several consumers, and
+// the optimizer update written in place into the weights and optimizer states.
+//
+// Views. reshape/permute/transpose return views that allocate nothing: a view is (storage, shape,
+// strides) over one program tensor and is a permutation of it. matmul reads any view whose last two
+// dims have unit stride on one side (a transposed operand) and whose batch dims merge into at most two
+// strided dims (e.g. a head split [B,T,H,d] -> [B,H,T,d]); its gradient is written back through the
+// same strides. Every other op needs a contiguous operand; given a non-contiguous view the tape first
+// materialises it with an explicit strided_copy node (like PyTorch's .contiguous()), which does allocate.
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <memplan/ad/program.hpp>
+#include <memplan/ad/tensor.hpp>
+#include <memplan/core/error.hpp>
+
+namespace memplan::ad {
+
+// A handle to a tape value (a storage or a view of one).
+struct var {
+  std::int32_t id = -1;
+};
+
+// ---- program building helpers shared by the tape and the optimizers --------------------------------
+
+class step_builder {
+ public:
+  explicit step_builder(program& p) : p_(p) {}
+
+  std::int32_t add_tensor(std::string name, shape_t shape, tensor_kind kind, initializer init = {},
+                          std::int32_t inplace_of = -1) {
+    p_.tensors.push_back({std::move(name), std::move(shape), kind, inplace_of, init});
+    return static_cast<std::int32_t>(p_.tensors.size() - 1);
+  }
+  std::int32_t add_node(std::string name, kernel k, node_attr attr, std::vector<std::int32_t> ins,
+                        std::vector<std::int32_t> outs, op_phase phase) {
+    node n;
+    n.name = std::move(name);
+    n.kind = k;
+    n.workspace_bytes = workspace_bytes(k, attr);
+    n.flops = flops(k, attr);
+    n.attr = std::move(attr);
+    n.inputs = std::move(ins);
+    n.outputs = std::move(outs);
+    n.phase = phase;
+    p_.nodes.push_back(std::move(n));
+    return static_cast<std::int32_t>(p_.nodes.size() - 1);
+  }
+  [[nodiscard]] const tensor_info& tensor(std::int32_t t) const { return p_.tensors.at(static_cast<std::size_t>(t)); }
+  [[nodiscard]] program& prog() { return p_; }
+
+ private:
+  program& p_;
+};
+
+// An optimizer is a small copyable value that emits the update nodes of one training step for every
+// (weight, final gradient) pair, in place into the weights and its own optimizer-state tensors.
+template <class O>
+concept optimizer = std::copyable<O> && requires(const O& o, step_builder& b,
+                                                 std::span<const std::pair<std::int32_t, std::int32_t>> wg) {
+  { o.emit(b, wg) } -> std::same_as<void>;
+  { o.name() } -> std::convertible_to<std::string>;
+};
+
+// SGD with (heavy-ball) momentum: v' = momentum*v + g, w' = w - lr*v'. momentum == 0: no state.
+struct sgd {
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  [[nodiscard]] std::string name() const { return "sgd"; }
+  void emit(step_builder& b, std::span<const std::pair<std::int32_t, std::int32_t>> wg) const {
+    if (!(lr >= 0.0f) || !(momentum >= 0.0f && momentum < 1.0f))
+      throw error(errc::invalid_argument, "ad::sgd: lr must be >= 0 and momentum in [0, 1)");
+    for (auto [w, g] : wg) {
+      const auto wi = b.tensor(w);
+      const auto n = wi.numel();
+      const auto w_next = b.add_tensor(wi.name + ".next", wi.shape, tensor_kind::weight, {}, w);
+      if (momentum != 0.0f) {
+        const auto v = b.add_tensor(wi.name + ".momentum", wi.shape, tensor_kind::optimizer_state, init::zeros());
+        const auto v_next = b.add_tensor(wi.name + ".momentum.next", wi.shape, tensor_kind::optimizer_state, {}, v);
+        b.add_node("sgd:" + wi.name, kernel::sgd, sgd_attr{n, lr, momentum}, {w, v, g}, {w_next, v_next}, op_phase::update);
+      } else {
+        b.add_node("sgd:" + wi.name, kernel::sgd, sgd_attr{n, lr, 0.0f}, {w, g}, {w_next}, op_phase::update);
+      }
+    }
+  }
+};
+
+// Adam (Kingma & Ba 2015, Alg. 1). The step count t is an optimizer_state scalar incremented in place
+// once per step; every weight's update reads the incremented count for the bias corrections.
+struct adam {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  [[nodiscard]] std::string name() const { return "adam"; }
+  void emit(step_builder& b, std::span<const std::pair<std::int32_t, std::int32_t>> wg) const {
+    if (!(lr >= 0.0f) || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) || !(eps > 0.0f))
+      throw error(errc::invalid_argument, "ad::adam: need lr >= 0, beta1 and beta2 in [0, 1), eps > 0");
+    if (wg.empty()) return;
+    const auto t = b.add_tensor("adam.step", {1}, tensor_kind::optimizer_state, init::zeros());
+    const auto t_next = b.add_tensor("adam.step.next", {1}, tensor_kind::optimizer_state, {}, t);
+    b.add_node("adam:step", kernel::step_increment, std::monostate{}, {t}, {t_next}, op_phase::update);
+    for (auto [w, g] : wg) {
+      const auto wi = b.tensor(w);
+      const auto m = b.add_tensor(wi.name + ".adam_m", wi.shape, tensor_kind::optimizer_state, init::zeros());
+      const auto v = b.add_tensor(wi.name + ".adam_v", wi.shape, tensor_kind::optimizer_state, init::zeros());
+      const auto w_next = b.add_tensor(wi.name + ".next", wi.shape, tensor_kind::weight, {}, w);
+      const auto m_next = b.add_tensor(wi.name + ".adam_m.next", wi.shape, tensor_kind::optimizer_state, {}, m);
+      const auto v_next = b.add_tensor(wi.name + ".adam_v.next", wi.shape, tensor_kind::optimizer_state, {}, v);
+      b.add_node("adam:" + wi.name, kernel::adam, adam_attr{wi.numel(), lr, beta1, beta2, eps}, {w, m, v, g, t_next},
+                 {w_next, m_next, v_next}, op_phase::update);
+    }
+  }
+};
+
+struct conv2d_options {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+};
+
+class tape {
+ public:
+  explicit tape(std::string name = "model", std::uint64_t seed = 1) : seed_(seed) { prog_.name = std::move(name); }
+
+  // ---- leaves ----
+  // A data-feed tensor: the runner fills it before every step (labels and token ids as integral floats).
+  var input(std::string name, shape_t shape) {
+    auto v = leaf(std::move(name), std::move(shape), tensor_kind::input, {});
+    prog_.feeds.push_back(vars_[static_cast<std::size_t>(v.id)].storage);
+    return v;
+  }
+  // A trainable tensor. An initializer with seed 0 gets a seed derived from the tape seed and the
+  // weight's position, so two tapes built alike draw the same weights.
+  var weight(std::string name, shape_t shape, initializer init) {
+    if (init.seed == 0) init.seed = seed_ * 0x100000001b3ull + static_cast<std::uint64_t>(prog_.tensors.size()) + 1;
+    return leaf(std::move(name), std::move(shape), tensor_kind::weight, init);
+  }
+
+  // ---- queries ----
+  [[nodiscard]] shape_t shape(var v) const { return at(v).shape; }  // by value: recording may grow the tape
+  [[nodiscard]] std::int32_t storage_of(var v) const { return at(v).storage; }
+  [[nodiscard]] bool is_contiguous(var v) const {
+    const auto& x = at(v);
+    const auto cs = contiguous_strides(x.shape);
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (x.shape[i] != 1 && x.strides[i] != cs[i]) return false;
+    return true;
+  }
+  [[nodiscard]] const program& recorded() const { return prog_; }
+
+  // ---- views (allocate nothing) ----
+  var reshape(var x, shape_t shape) {
+    const auto& xs = at(x);
+    std::int64_t known = 1;
+    int infer = -1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == -1 && infer < 0) infer = static_cast<int>(i);
+      else if (shape[i] < 0) throw error(errc::invalid_argument, "ad::reshape: bad target shape " + to_string(shape));
+      else known *= shape[i];
+    }
+    if (infer >= 0) shape[static_cast<std::size_t>(infer)] = known > 0 ? numel(xs.shape) / known : 0;
+    if (numel(shape) != numel(xs.shape))
+      throw error(errc::invalid_argument, "ad::reshape: cannot view " + to_string(xs.shape) + " as " + to_string(shape));
+    const auto base = is_contiguous(x) ? x : contiguous(x);
+    return make_view(at(base).storage, shape, contiguous_strides(shape));
+  }
+  var permute(var x, const std::vector<int>& perm) {
+    const auto& xs = at(x);
+    if (perm.size() != xs.shape.size())
+      throw error(errc::invalid_argument, "ad::permute: permutation rank differs from " + to_string(xs.shape));
+    std::vector<bool> seen(perm.size(), false);
+    shape_t sh(perm.size()), st(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      const auto p = perm[i];
+      if (p < 0 || static_cast<std::size_t>(p) >= perm.size() || seen[static_cast<std::size_t>(p)])
+        throw error(errc::invalid_argument, "ad::permute: not a permutation");
+      seen[static_cast<std::size_t>(p)] = true;
+      sh[i] = xs.shape[static_cast<std::size_t>(p)];
+      st[i] = xs.strides[static_cast<std::size_t>(p)];
+    }
+    return make_view(xs.storage, sh, st);
+  }
+  // Swaps the last two dimensions.
+  var transpose(var x) {
+    const auto r = static_cast<int>(shape(x).size());
+    if (r < 2) throw error(errc::invalid_argument, "ad::transpose: needs rank >= 2, got " + to_string(shape(x)));
+    std::vector<int> perm(static_cast<std::size_t>(r));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[static_cast<std::size_t>(r - 2)], perm[static_cast<std::size_t>(r - 1)]);
+    return permute(x, perm);
+  }
+  // Materialises a view (strided_copy); identity for contiguous values.
+  var contiguous(var x) {
+    if (is_contiguous(x)) return x;
+    const auto xs = at(x);
+    if (xs.shape.size() > static_cast<std::size_t>(strided_attr::max_rank))
+      throw error(errc::invalid_argument, "ad::contiguous: rank above " + std::to_string(strided_attr::max_rank));
+    strided_attr a;
+    a.rank = static_cast<int>(xs.shape.size());
+    for (int d = 0; d < a.rank; ++d) a.shape[d] = xs.shape[static_cast<std::size_t>(d)], a.stride[d] = xs.strides[static_cast<std::size_t>(d)];
+    return op1(kernel::strided_copy, a, {xs.storage}, xs.shape);
+  }
+
+  // ---- ops ----
+  // [..., m, k] x [..., k, n] -> [..., n] with equal batch dims; alpha scales the product.
+  var matmul(var a, var b, float alpha = 1.0f) { return matmul_impl(a, b, alpha, std::nullopt); }
+
+  // x [..., k] * w [k, n] (+ b [n]) -> [..., n]
+  var linear(var x, var w, std::optional<var> b = std::nullopt) {
+    const auto xs = shape(x);
+    if (xs.empty() || shape(w).size() != 2 || shape(w)[0] != xs.back())
+      throw error(errc::invalid_argument, "ad::linear: cannot apply weight " + to_string(shape(w)) + " to " + to_string(xs));
+    const auto n = shape(w)[1];
+    if (b && (shape(*b).size() != 1 || shape(*b)[0] != n))
+      throw error(errc::invalid_argument, "ad::linear: bias " + to_string(shape(*b)) + " does not match " + std::to_string(n));
+    const auto x2 = reshape(x, {numel(xs) / std::max<std::int64_t>(xs.back(), 1), xs.back()});
+    auto y = matmul_impl(x2, w, 1.0f, b);
+    auto ys = xs;
+    ys.back() = n;
+    return reshape(y, ys);
+  }
+
+  var add(var a, var b) { return binary(kernel::add, a, b); }
+  var mul(var a, var b) { return binary(kernel::mul, a, b); }
+  var scale(var x, float alpha) {
+    const auto s = dense(x);
+    return op1(kernel::scale, unary_attr{numel(shape(x)), alpha}, {s}, shape(x));
+  }
+  var relu(var x) { return unary(kernel::relu, x); }
+  var sigmoid(var x) { return unary(kernel::sigmoid, x); }
+  var tanh(var x) { return unary(kernel::tanh, x); }
+
+  // x [N,C,H,W], w [F,C,KH,KW], b [F] -> [N,F,Ho,Wo]
+  var conv2d(var x, var w, std::optional<var> b = std::nullopt, conv2d_options o = {}) {
+    const auto xs = shape(x), ws = shape(w);
+    if (xs.size() != 4 || ws.size() != 4 || ws[1] != xs[1] || o.stride < 1 || o.padding < 0)
+      throw error(errc::invalid_argument, "ad::conv2d: input " + to_string(xs) + ", weight " + to_string(ws));
+    conv_attr a;
+    a.n = xs[0], a.c = xs[1], a.h = xs[2], a.w = xs[3];
+    a.f = ws[0], a.kh = ws[2], a.kw = ws[3];
+    a.stride_h = a.stride_w = o.stride;
+    a.pad_h = a.pad_w = o.padding;
+    if (a.h + 2 * a.pad_h < a.kh || a.w + 2 * a.pad_w < a.kw)
+      throw error(errc::invalid_argument, "ad::conv2d: kernel larger than the padded input " + to_string(xs));
+    a.ho = (a.h + 2 * a.pad_h - a.kh) / a.stride_h + 1;
+    a.wo = (a.w + 2 * a.pad_w - a.kw) / a.stride_w + 1;
+    std::vector<std::int32_t> ins{dense(x), dense(w)};
+    if (b) {
+      if (shape(*b) != shape_t{a.f}) throw error(errc::invalid_argument, "ad::conv2d: bias must be [" + std::to_string(a.f) + "]");
+      a.bias = true;
+      ins.push_back(dense(*b));
+    }
+    return op1(kernel::conv2d, a, ins, {a.n, a.f, a.ho, a.wo});
+  }
+
+  // Max pooling without padding. The argmax indices are a second (saved) output, so the backward pass
+  // needs neither the input nor the output.
+  var max_pool2d(var x, std::int64_t k, std::int64_t stride = 0) {
+    const auto a = pool(x, k, k, stride ? stride : k, "max_pool2d");
+    const auto s = dense(x);
+    const auto n = emit_forward(kernel::max_pool2d, a, {s}, {{"y", pooled(x, a)}, {"argmax", pooled(x, a)}});
+    return make_view(prog_.nodes[static_cast<std::size_t>(n)].outputs[0], pooled(x, a),
+                     contiguous_strides(pooled(x, a)));
+  }
+  var avg_pool2d(var x, std::int64_t k, std::int64_t stride = 0) {
+    const auto a = pool(x, k, k, stride ? stride : k, "avg_pool2d");
+    return op1(kernel::avg_pool2d, a, {dense(x)}, pooled(x, a));
+  }
+  // [N,C,H,W] -> [N,C]
+  var global_avg_pool(var x) {
+    const auto xs = shape(x);
+    if (xs.size() != 4) throw error(errc::invalid_argument, "ad::global_avg_pool: needs [N,C,H,W], got " + to_string(xs));
+    const auto a = pool(x, xs[2], xs[3], 1, "global_avg_pool");
+    const auto y = op1(kernel::avg_pool2d, a, {dense(x)}, pooled(x, a));
+    return reshape(y, {xs[0], xs[1]});
+  }
+
+  // Training-mode batch norm over [N,C,H,W] (or [N,C]); saves mean and 1/std as extra outputs.
+  var batch_norm(var x, var gamma, var beta, float eps = 1e-5f) {
+    const auto xs = shape(x);
+    if (xs.size() != 4 && xs.size() != 2)
+      throw error(errc::invalid_argument, "ad::batch_norm: needs [N,C,H,W] or [N,C], got " + to_string(xs));
+    const auto c = xs[1];
+    if (shape(gamma) != shape_t{c} || shape(beta) != shape_t{c})
+      throw error(errc::invalid_argument, "ad::batch_norm: gamma and beta must be [" + std::to_string(c) + "]");
+    norm_attr a{xs[0], c, xs.size() == 4 ? xs[2] * xs[3] : 1, eps};
+    const auto n = emit_forward(kernel::batch_norm, a, {dense(x), dense(gamma), dense(beta)},
+                                {{"y", xs}, {"mean", {c}}, {"invstd", {c}}});
+    return make_view(prog_.nodes[static_cast<std::size_t>(n)].outputs[0], xs, contiguous_strides(xs));
+  }
+  // Layer norm over the last dimension; saves per-row mean and 1/std.
+  var layer_norm(var x, var gamma, var beta, float eps = 1e-5f) {
+    const auto xs = shape(x);
+    if (xs.empty()) throw error(errc::invalid_argument, "ad::layer_norm: scalar input");
+    const auto d = xs.back(), rows = numel(xs) / std::max<std::int64_t>(d, 1);
+    if (shape(gamma) != shape_t{d} || shape(beta) != shape_t{d})
+      throw error(errc::invalid_argument, "ad::layer_norm: gamma and beta must be [" + std::to_string(d) + "]");
+    norm_attr a{rows, d, 1, eps};
+    const auto n = emit_forward(kernel::layer_norm, a, {dense(x), dense(gamma), dense(beta)},
+                                {{"y", xs}, {"mean", {rows}}, {"invstd", {rows}}});
+    return make_view(prog_.nodes[static_cast<std::size_t>(n)].outputs[0], xs, contiguous_strides(xs));
+  }
+  // Softmax over the last dimension.
+  var softmax(var x) {
+    const auto xs = shape(x);
+    if (xs.empty()) throw error(errc::invalid_argument, "ad::softmax: scalar input");
+    const auto cols = xs.back();
+    return op1(kernel::softmax, softmax_attr{numel(xs) / std::max<std::int64_t>(cols, 1), cols}, {dense(x)}, xs);
+  }
+
+  struct xent_result {
+    var loss;   // [1], mean over rows
+    var probs;  // [rows, classes], saved for the backward pass
+  };
+  // logits [M, C], labels [M] (class ids as integral floats).
+  xent_result softmax_cross_entropy(var logits, var labels) {
+    const auto ls = shape(logits);
+    if (ls.size() != 2 || shape(labels) != shape_t{ls[0]})
+      throw error(errc::invalid_argument, "ad::softmax_cross_entropy: logits " + to_string(ls) + ", labels " +
+                                              to_string(shape(labels)));
+    const auto n = emit_forward(kernel::softmax_xent, softmax_attr{ls[0], ls[1]}, {dense(logits), dense(labels)},
+                                {{"loss", {1}}, {"probs", ls}});
+    const auto& nd = prog_.nodes[static_cast<std::size_t>(n)];
+    prog_.tensors[static_cast<std::size_t>(nd.outputs[0])].kind = tensor_kind::output;
+    prog_.tensors[static_cast<std::size_t>(nd.outputs[1])].kind = tensor_kind::output;
+    return {make_view(nd.outputs[0], {1}, {1}), make_view(nd.outputs[1], ls, contiguous_strides(ls))};
+  }
+  // table [V, D], ids [...] (integral floats) -> [..., D]
+  var embedding(var table, var ids) {
+    const auto ts = shape(table);
+    if (ts.size() != 2) throw error(errc::invalid_argument, "ad::embedding: table must be [V, D], got " + to_string(ts));
+    auto os = shape(ids);
+    const auto count = numel(os);
+    os.push_back(ts[1]);
+    return op1(kernel::embedding, embedding_attr{count, ts[0], ts[1]}, {dense(table), dense(ids)}, os);
+  }
+  // Sum of all elements -> [1].
+  var sum(var x) {
+    return op1(kernel::sum_mid, reduce_attr{1, numel(shape(x)), 1, 1.0f}, {dense(x)}, {1});
+  }
+  // Mean over one axis (the axis disappears).
+  var mean(var x, int axis) {
+    const auto xs = shape(x);
+    if (axis < 0) axis += static_cast<int>(xs.size());
+    if (axis < 0 || static_cast<std::size_t>(axis) >= xs.size())
+      throw error(errc::invalid_argument, "ad::mean: axis out of range for " + to_string(xs));
+    reduce_attr a;
+    for (int i = 0; i < axis; ++i) a.outer *= xs[static_cast<std::size_t>(i)];
+    a.mid = xs[static_cast<std::size_t>(axis)];
+    for (auto i = static_cast<std::size_t>(axis) + 1; i < xs.size(); ++i) a.inner *= xs[i];
+    a.scale = a.mid > 0 ? 1.0f / static_cast<float>(a.mid) : 0.0f;
+    auto ys = xs;
+    ys.erase(ys.begin() + axis);
+    return op1(kernel::sum_mid, a, {dense(x)}, ys);
+  }
+
+  // ---- the training step ----
+  template <optimizer O>
+  [[nodiscard]] program training_step(var loss, const O& opt) const;
+
+ private:
+  struct value {
+    shape_t shape, strides;
+    std::int32_t storage = -1;
+  };
+
+  const value& at(var v) const {
+    if (v.id < 0 || static_cast<std::size_t>(v.id) >= vars_.size())
+      throw error(errc::invalid_argument, "ad::tape '" + prog_.name + "': unknown var " + std::to_string(v.id));
+    return vars_[static_cast<std::size_t>(v.id)];
+  }
+
+  var make_view(std::int32_t storage, shape_t shape, shape_t strides) {
+    vars_.push_back({std::move(shape), std::move(strides), storage});
+    return {static_cast<std::int32_t>(vars_.size() - 1)};
+  }
+
+  var leaf(std::string name, shape_t shape, tensor_kind kind, initializer init) {
+    for (const auto& t : prog_.tensors)
+      if (t.name == name) throw error(errc::invalid_argument, "ad::tape: duplicate tensor name '" + name + "'");
+    (void)numel(shape);
+    prog_.tensors.push_back({std::move(name), shape, kind, -1, init});
+    needs_grad_.push_back(kind == tensor_kind::weight);
+    return make_view(static_cast<std::int32_t>(prog_.tensors.size() - 1), shape, contiguous_strides(shape));
+  }
+
+  // The storage of a contiguous version of x (inserting a strided_copy when x is a permuted view).
+  std::int32_t dense(var x) { return at(contiguous(x)).storage; }
+
+  // Emits one forward node with fresh output tensors (named node:slot); returns the node index.
+  std::int32_t emit_forward(kernel k, node_attr attr, std::vector<std::int32_t> ins,
+                            std::vector<std::pair<std::string, shape_t>> outs) {
+    const auto name = std::string(to_string(k)) + "#" + std::to_string(prog_.nodes.size());
+    bool ng = false;
+    for (auto t : ins) ng = ng || needs_grad_[static_cast<std::size_t>(t)];
+    step_builder b(prog_);
+    std::vector<std::int32_t> out_ids;
+    for (auto& [slot, sh] : outs) {
+      out_ids.push_back(b.add_tensor(name + ":" + slot, sh, tensor_kind::activation));
+      needs_grad_.push_back(ng && out_ids.size() == 1);  // only the first output is differentiable
+    }
+    return b.add_node(name, k, std::move(attr), std::move(ins), std::move(out_ids), op_phase::forward);
+  }
+  var op1(kernel k, node_attr attr, std::vector<std::int32_t> ins, const shape_t& out_shape) {
+    const auto n = emit_forward(k, std::move(attr), std::move(ins), {{"y", out_shape}});
+    return make_view(prog_.nodes[static_cast<std::size_t>(n)].outputs[0], out_shape, contiguous_strides(out_shape));
+  }
+
+  var unary(kernel k, var x) { return op1(k, unary_attr{numel(shape(x)), 1.0f}, {dense(x)}, shape(x)); }
+
+  // Same shapes, or b's shape equal to the trailing dims of a (b repeats over the leading ones).
+  var binary(kernel k, var a, var b) {
+    const auto as = shape(a), bs = shape(b);
+    binary_attr ba;
+    if (as == bs) {
+      ba = {1, numel(as), false};
+    } else if (numel(bs) == 1) {
+      ba = {numel(as), 1, true};
+    } else if (bs.size() <= as.size() && std::equal(bs.begin(), bs.end(), as.end() - static_cast<std::ptrdiff_t>(bs.size()))) {
+      ba = {numel(bs) > 0 ? numel(as) / numel(bs) : 0, numel(bs), true};
+    } else {
+      throw error(errc::invalid_argument, "ad::" + std::string(to_string(k)) + ": shapes " + to_string(as) + " and " +
+                                              to_string(bs) + " do not broadcast");
+    }
+    return op1(k, ba, {dense(a), dense(b)}, as);
+  }
+
+  pool_attr pool(var x, std::int64_t kh, std::int64_t kw, std::int64_t stride, const char* what) const {
+    const auto xs = shape(x);
+    if (xs.size() != 4 || kh < 1 || kw < 1 || stride < 1 || kh > xs[2] || kw > xs[3])
+      throw error(errc::invalid_argument, std::string("ad::") + what + ": bad window for input " + to_string(xs));
+    pool_attr a;
+    a.planes = xs[0] * xs[1], a.h = xs[2], a.w = xs[3];
+    a.kh = kh, a.kw = kw, a.stride_h = a.stride_w = stride;
+    a.ho = (a.h - kh) / stride + 1;
+    a.wo = (a.w - kw) / stride + 1;
+    return a;
+  }
+  shape_t pooled(var x, const pool_attr& a) const { return {shape(x)[0], shape(x)[1], a.ho, a.wo}; }
+
+  // Reading a view as a strided batched matrix operand (see matmul_attr).
+  struct operand {
+    bool ok = false, trans = false;
+    std::int64_t ld = 0;
+    shape_t batch_strides;  // one per batch dim of the view
+  };
+  static operand as_operand(const value& v) {
+    operand o;
+    const auto r = v.shape.size();
+    const auto rows = v.shape[r - 2], cols = v.shape[r - 1];
+    const auto sr = v.strides[r - 2], sc = v.strides[r - 1];
+    if (cols == 1 || sc == 1) {
+      o.trans = false;
+      o.ld = rows == 1 ? cols : sr;
+    } else if (rows == 1 || sr == 1) {
+      o.trans = true;
+      o.ld = cols == 1 ? rows : sc;
+    } else {
+      return o;
+    }
+    if (o.ld < (o.trans ? rows : cols)) return o;
+    o.batch_strides.assign(v.strides.begin(), v.strides.end() - 2);
+    o.ok = true;
+    return o;
+  }
+
+  var matmul_impl(var a, var b, float alpha, std::optional<var> bias) {
+    const auto as = shape(a), bs = shape(b);
+    if (as.size() < 2 || bs.size() != as.size() || !std::equal(as.begin(), as.end() - 2, bs.begin()) ||
+        as[as.size() - 1] != bs[bs.size() - 2])
+      throw error(errc::invalid_argument, "ad::matmul: shapes " + to_string(as) + " and " + to_string(bs) + " do not multiply");
+    const auto rank = as.size();
+    const auto m = as[rank - 2], k = as[rank - 1], n = bs[rank - 1];
+    shape_t cs = as;
+    cs[rank - 1] = n;
+    const auto c_strides = contiguous_strides(cs);
+    // Merge batch dims into at most two strided ones; fall back to contiguous copies when impossible.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt == 1) a = contiguous(a);
+      if (attempt == 2) b = contiguous(b);
+      const auto oa = as_operand(at(a)), ob = as_operand(at(b));
+      if (!oa.ok || !ob.ok) continue;
+      std::vector<std::array<std::int64_t, 4>> dims;  // size, stride_a, stride_b, stride_c
+      for (std::size_t i = 0; i + 2 < rank; ++i) {
+        if (as[i] == 1) continue;
+        std::array<std::int64_t, 4> d{as[i], oa.batch_strides[i], ob.batch_strides[i], c_strides[i]};
+        if (!dims.empty()) {
+          auto& p = dims.back();
+          if (p[1] == d[1] * d[0] && p[2] == d[2] * d[0] && p[3] == d[3] * d[0]) {
+            p = {p[0] * d[0], d[1], d[2], d[3]};
+            continue;
+          }
+        }
+        dims.push_back(d);
+      }
+      if (dims.size() > 2) continue;
+      while (dims.size() < 2) dims.insert(dims.begin(), std::array<std::int64_t, 4>{1, 0, 0, 0});
+      matmul_attr ma;
+      ma.m = m, ma.n = n, ma.k = k;
+      ma.trans_a = oa.trans, ma.trans_b = ob.trans;
+      ma.lda = oa.ld, ma.ldb = ob.ld, ma.ldc = n;
+      for (int i = 0; i < 2; ++i) {
+        ma.batch[i] = dims[static_cast<std::size_t>(i)][0];
+        ma.stride_a[i] = dims[static_cast<std::size_t>(i)][1];
+        ma.stride_b[i] = dims[static_cast<std::size_t>(i)][2];
+        ma.stride_c[i] = dims[static_cast<std::size_t>(i)][3];
+      }
+      ma.alpha = alpha;
+      std::vector<std::int32_t> ins{storage_of(a), storage_of(b)};
+      if (bias) {
+        if (rank != 2) throw error(errc::invalid_argument, "ad::matmul: a bias needs 2-D operands");
+        ma.bias = true;
+        ins.push_back(dense(*bias));
+      }
+      return op1(kernel::matmul, ma, ins, cs);
+    }
+    throw error(errc::invalid_argument, "ad::matmul: operands " + to_string(as) + " cannot be read as strided matrices");
+  }
+
+  program prog_;
+  std::vector<value> vars_;
+  std::vector<bool> needs_grad_;  // per program tensor
+  std::uint64_t seed_;
+};
+
+// ---- backward construction -------------------------------------------------------------------------
+
+template <optimizer O>
+program tape::training_step(var loss_var, const O& opt) const {
+  program p = prog_;
+  const auto loss = storage_of(loss_var);
+  if (p.tensors[static_cast<std::size_t>(loss)].numel() != 1)
+    throw error(errc::invalid_argument, "ad::training_step: the loss '" + p.tensors[static_cast<std::size_t>(loss)].name +
+                                            "' must hold one element, it is " + to_string(shape(loss_var)));
+  if (!needs_grad_[static_cast<std::size_t>(loss)])
+    throw error(errc::invalid_argument, "ad::training_step: the loss does not depend on any weight");
+  p.loss = loss;
+  p.tensors[static_cast<std::size_t>(loss)].kind = tensor_kind::output;
+  const auto n_forward = p.nodes.size();
+  step_builder b(p);
+  std::vector<std::int32_t> grad(p.tensors.size(), -1);
+  std::vector<int> n_contrib(p.tensors.size(), 0);
+  auto ng = [&](std::int32_t t) { return static_cast<std::size_t>(t) < needs_grad_.size() && needs_grad_[static_cast<std::size_t>(t)]; };
+  auto tname = [&](std::int32_t t) { return p.tensors[static_cast<std::size_t>(t)].name; };
+  auto shape_of = [&](std::int32_t t) { return p.tensors[static_cast<std::size_t>(t)].shape; };
+  // Gradient accumulation: several consumers -> explicit add nodes (a running sum).
+  auto contribute = [&](std::int32_t t, std::int32_t g) {
+    auto& acc = grad[static_cast<std::size_t>(t)];
+    if (acc < 0) {
+      acc = g;
+    } else {
+      const auto nm = "d:" + tname(t) + "#" + std::to_string(++n_contrib[static_cast<std::size_t>(t)]);
+      const auto sum = b.add_tensor(nm, shape_of(t), tensor_kind::gradient);
+      b.add_node("accumulate:" + nm, kernel::add, binary_attr{1, p.tensors[static_cast<std::size_t>(t)].numel(), false},
+                 {acc, g}, {sum}, op_phase::backward);
+      acc = sum;
+    }
+  };
+  // Emits one backward node producing the contribution to tensor `to` and records it.
+  auto emit = [&](const node& fwd, const char* what, std::int32_t to, kernel k, node_attr attr, std::vector<std::int32_t> ins) {
+    const auto nm = "d:" + tname(to) + "@" + fwd.name + "." + what;
+    const auto g = b.add_tensor(nm, shape_of(to), tensor_kind::gradient);
+    b.add_node(fwd.name + "." + what, k, std::move(attr), std::move(ins), {g}, op_phase::backward);
+    contribute(to, g);
+  };
+
+  {
+    const auto seed = b.add_tensor("d:" + tname(loss), {1}, tensor_kind::gradient);
+    b.add_node("seed:" + tname(loss), kernel::fill, fill_attr{1, 1.0f}, {}, {seed}, op_phase::backward);
+    grad[static_cast<std::size_t>(loss)] = seed;
+  }
+
+  for (std::size_t i = n_forward; i-- > 0;) {
+    const node fwd = p.nodes[i];  // copy: p.nodes grows below
+    const auto dy = grad[static_cast<std::size_t>(fwd.outputs[0])];
+    if (dy < 0) continue;  // no gradient reaches this node
+    const auto& in = fwd.inputs;
+    const auto& out = fwd.outputs;
+    switch (fwd.kind) {
+      case kernel::fill: break;
+      case kernel::strided_copy: {
+        auto a = std::get<strided_attr>(fwd.attr);
+        a.scatter = true;
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::strided_copy, a, {dy});
+        break;
+      }
+      case kernel::matmul: {
+        const auto a = std::get<matmul_attr>(fwd.attr);
+        if (ng(in[0])) {  // d op(A) = alpha * dC op(B)^T, written through A's own strides
+          matmul_attr d;
+          d.batch[0] = a.batch[0], d.batch[1] = a.batch[1], d.alpha = a.alpha;
+          d.ldc = a.lda, d.stride_c[0] = a.stride_a[0], d.stride_c[1] = a.stride_a[1];
+          std::vector<std::int32_t> ins;
+          if (!a.trans_a) {  // dA[m,k] = dC[m,n] * op(B)^T
+            d.m = a.m, d.n = a.k, d.k = a.n;
+            d.trans_a = false, d.lda = a.ldc, d.stride_a[0] = a.stride_c[0], d.stride_a[1] = a.stride_c[1];
+            d.trans_b = !a.trans_b, d.ldb = a.ldb, d.stride_b[0] = a.stride_b[0], d.stride_b[1] = a.stride_b[1];
+            ins = {dy, in[1]};
+          } else {  // A stored [k,m]: dA = op(B)[k,n] * dC^T
+            d.m = a.k, d.n = a.m, d.k = a.n;
+            d.trans_a = a.trans_b, d.lda = a.ldb, d.stride_a[0] = a.stride_b[0], d.stride_a[1] = a.stride_b[1];
+            d.trans_b = true, d.ldb = a.ldc, d.stride_b[0] = a.stride_c[0], d.stride_b[1] = a.stride_c[1];
+            ins = {in[1], dy};
+          }
+          emit(fwd, "grad_a", in[0], kernel::matmul, d, ins);
+        }
+        if (ng(in[1])) {  // d op(B) = alpha * op(A)^T dC
+          matmul_attr d;
+          d.batch[0] = a.batch[0], d.batch[1] = a.batch[1], d.alpha = a.alpha;
+          d.ldc = a.ldb, d.stride_c[0] = a.stride_b[0], d.stride_c[1] = a.stride_b[1];
+          std::vector<std::int32_t> ins;
+          if (!a.trans_b) {  // dB[k,n] = op(A)^T[k,m] * dC[m,n]
+            d.m = a.k, d.n = a.n, d.k = a.m;
+            d.trans_a = !a.trans_a, d.lda = a.lda, d.stride_a[0] = a.stride_a[0], d.stride_a[1] = a.stride_a[1];
+            d.trans_b = false, d.ldb = a.ldc, d.stride_b[0] = a.stride_c[0], d.stride_b[1] = a.stride_c[1];
+            ins = {in[0], dy};
+          } else {  // B stored [n,k]: dB = dC^T[n,m] * op(A)[m,k]
+            d.m = a.n, d.n = a.k, d.k = a.m;
+            d.trans_a = true, d.lda = a.ldc, d.stride_a[0] = a.stride_c[0], d.stride_a[1] = a.stride_c[1];
+            d.trans_b = a.trans_a, d.ldb = a.lda, d.stride_b[0] = a.stride_a[0], d.stride_b[1] = a.stride_a[1];
+            ins = {dy, in[0]};
+          }
+          emit(fwd, "grad_b", in[1], kernel::matmul, d, ins);
+        }
+        if (a.bias && ng(in[2]))
+          emit(fwd, "grad_bias", in[2], kernel::sum_keep_mid, reduce_attr{a.batch[0] * a.batch[1] * a.m, a.n, 1, 1.0f}, {dy});
+        break;
+      }
+      case kernel::add: {
+        const auto a = std::get<binary_attr>(fwd.attr);
+        if (ng(in[0])) contribute(in[0], dy);  // the gradient passes through unchanged: no node, no memory
+        if (ng(in[1])) {
+          if (a.broadcast_b) emit(fwd, "grad_b", in[1], kernel::sum_keep_mid, reduce_attr{a.outer, a.inner, 1, 1.0f}, {dy});
+          else contribute(in[1], dy);
+        }
+        break;
+      }
+      case kernel::mul: {
+        const auto a = std::get<binary_attr>(fwd.attr);
+        if (ng(in[0])) emit(fwd, "grad_a", in[0], kernel::mul, a, {dy, in[1]});
+        if (ng(in[1])) {
+          if (a.broadcast_b) emit(fwd, "grad_b", in[1], kernel::mul_grad_broadcast, a, {dy, in[0]});
+          else emit(fwd, "grad_b", in[1], kernel::mul, a, {dy, in[0]});
+        }
+        break;
+      }
+      case kernel::scale:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::scale, fwd.attr, {dy});
+        break;
+      case kernel::relu:
+      case kernel::sigmoid:
+      case kernel::tanh: {  // these gradients need the output, not the input
+        const auto k = fwd.kind == kernel::relu ? kernel::relu_grad : fwd.kind == kernel::sigmoid ? kernel::sigmoid_grad : kernel::tanh_grad;
+        if (ng(in[0])) emit(fwd, "grad", in[0], k, fwd.attr, {out[0], dy});
+        break;
+      }
+      case kernel::sum_mid:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::broadcast_mid, fwd.attr, {dy});
+        break;
+      case kernel::conv2d: {
+        const auto a = std::get<conv_attr>(fwd.attr);
+        if (ng(in[0])) emit(fwd, "grad_input", in[0], kernel::conv2d_grad_input, a, {in[1], dy});
+        if (ng(in[1])) emit(fwd, "grad_weight", in[1], kernel::conv2d_grad_weight, a, {in[0], dy});
+        if (a.bias && ng(in[2]))
+          emit(fwd, "grad_bias", in[2], kernel::sum_keep_mid, reduce_attr{a.n, a.f, a.ho * a.wo, 1.0f}, {dy});
+        break;
+      }
+      case kernel::max_pool2d:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::max_pool2d_grad, fwd.attr, {out[1], dy});
+        break;
+      case kernel::avg_pool2d:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::avg_pool2d_grad, fwd.attr, {dy});
+        break;
+      case kernel::batch_norm:
+      case kernel::layer_norm: {
+        const auto a = std::get<norm_attr>(fwd.attr);
+        const bool bn = fwd.kind == kernel::batch_norm;
+        if (ng(in[0]))
+          emit(fwd, "grad_input", in[0], bn ? kernel::batch_norm_grad_input : kernel::layer_norm_grad_input, a,
+               {in[0], in[1], out[1], out[2], dy});
+        if (ng(in[1]))
+          emit(fwd, "grad_gamma", in[1], bn ? kernel::batch_norm_grad_gamma : kernel::layer_norm_grad_gamma, a,
+               {in[0], out[1], out[2], dy});
+        if (ng(in[2]))
+          emit(fwd, "grad_beta", in[2], kernel::sum_keep_mid,
+               bn ? reduce_attr{a.outer, a.channels, a.inner, 1.0f} : reduce_attr{a.outer, a.channels, 1, 1.0f}, {dy});
+        break;
+      }
+      case kernel::softmax:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::softmax_grad, fwd.attr, {out[0], dy});
+        break;
+      case kernel::softmax_xent:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::softmax_xent_grad, fwd.attr, {out[1], in[1], dy});
+        break;
+      case kernel::embedding:
+        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::embedding_grad, fwd.attr, {in[1], dy});
+        break;
+      default:
+        throw error(errc::invalid_graph, "ad::training_step: node '" + fwd.name + "' (" + std::string(to_string(fwd.kind)) +
+                                             ") has no backward rule");
+    }
+  }
+
+  for (std::size_t t = 0; t < prog_.tensors.size(); ++t)
+    if (prog_.tensors[t].kind == tensor_kind::weight && grad[t] >= 0)
+      p.weight_grads.emplace_back(static_cast<std::int32_t>(t), grad[t]);
+  opt.emit(b, p.weight_grads);
+  validate(p);
+  return p;
+}
+
+}  // namespace memplan::ad
