@@ -429,6 +429,19 @@ TEST_CASE("solver::cbc: partial and infeasible warm starts are accepted and do n
     m.maximize(v);
     const double best = memplan_test::brute_force(m).objective;
 
+    // fixing a variable is honoured (the reference reads the same bounds)
+    s::model fixed = m;
+    fixed.fix(x.back(), 1);
+    const memplan_test::brute_result fixed_ref = memplan_test::brute_force(fixed);
+    const s::solution fixed_r = s::cbc{}.solve(fixed, exact());
+    if (fixed_ref.feasible) {
+      CHECK(fixed_r.status == s::status::optimal);
+      CHECK(fixed_r.objective == doctest::Approx(fixed_ref.objective));
+      CHECK(fixed_r[x.back()] == 1);
+    } else {
+      CHECK(fixed_r.status == s::status::infeasible);
+    }
+
     m.set_start(x[0], 1);  // partial (and possibly infeasible when weight[0] > capacity)
     const s::solution partial = s::cbc{}.solve(m, exact());
     CHECK(partial.status == s::status::optimal);

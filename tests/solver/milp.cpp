@@ -187,6 +187,25 @@ TEST_CASE("solver::model: every bad input names its culprit") {
   CHECK(m.start().empty());
 }
 
+TEST_CASE("solver::model: set_bounds and fix") {
+  s::model m;
+  const s::var x = m.add_binary("x"), y = m.add_integer(0, 9, "y");
+  m.fix(x, 1);
+  CHECK(m.info(x).lower == 1);
+  CHECK(m.info(x).upper == 1);
+  m.set_bounds(y, 2.5, 7.2);  // rounded inwards
+  CHECK(m.info(y).lower == 3);
+  CHECK(m.info(y).upper == 7);
+  expect_error([&] { m.set_bounds(y, 5, 4); }, errc::invalid_argument, {"variable 'y'", "lower bound 5 > upper bound 4"});
+  expect_error([&] { m.fix(x, 0.5); }, errc::invalid_argument, {"variable 'x'", "binary"});
+  expect_error([&] { m.fix(s::var{8}, 0); }, errc::invalid_argument, {"model::set_bounds", "unknown variable id 8"});
+  m.set_start(y, 6);
+  expect_error([&] { m.fix(y, 4); }, errc::invalid_argument, {"variable 'y'", "exclude its warm-start value 6"});
+  CHECK(m.info(y).lower == 3);  // unchanged after the error
+  m.fix(y, 6);
+  CHECK(m.info(y).upper == 6);
+}
+
 TEST_CASE("solver::model: warm start, partial and full") {
   s::model m;
   const s::var x = m.add_binary("x"), y = m.add_integer(0, 4, "y");

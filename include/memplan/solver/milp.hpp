@@ -231,25 +231,7 @@ class model {
   // -- variables
   var add_var(var_kind kind, double lower, double upper, std::string name = {}) {
     const std::size_t id = vars_.size();
-    auto culprit = [&] { return "variable '" + (name.empty() ? "x#" + std::to_string(id) : name) + "'"; };
-    if (std::isnan(lower) || std::isnan(upper)) {
-      throw error(errc::invalid_argument, culprit() + ": a bound is NaN");
-    }
-    if (lower == infinity || upper == -infinity) {
-      throw error(errc::invalid_argument, culprit() + ": lower bound +inf or upper bound -inf");
-    }
-    if (lower > upper) {
-      throw error(errc::invalid_argument, culprit() + ": lower bound " + num(lower) + " > upper bound " + num(upper));
-    }
-    if (kind == var_kind::binary && (!is_01(lower) || !is_01(upper))) {
-      throw error(errc::invalid_argument,
-                  culprit() + ": a binary variable's bounds must be 0 or 1, got [" + num(lower) + ", " + num(upper) + "]");
-    }
-    if (kind == var_kind::integer) {
-      // An integer variable whose bounds admit no integer is infeasible, not malformed: keep it.
-      lower = std::isinf(lower) ? lower : std::ceil(lower - 1e-9) + 0.0;  // + 0.0: no "-0" in messages
-      upper = std::isinf(upper) ? upper : std::floor(upper + 1e-9) + 0.0;
-    }
+    check_bounds(kind, lower, upper, [&] { return "variable '" + (name.empty() ? "x#" + std::to_string(id) : name) + "'"; });
     vars_.push_back(var_info{kind, lower, upper, std::move(name)});
     if (kind == var_kind::binary) ++binaries_;
     if (kind == var_kind::integer) ++integers_;
@@ -271,6 +253,23 @@ class model {
     }
     return out;
   }
+
+  // New bounds for an existing variable, e.g. to fix it (lower == upper) once a value is known.
+  // A warm-start value outside the new bounds is an error.
+  void set_bounds(var v, double lower, double upper) {
+    var_info& vi = vars_[check_var(v, "model::set_bounds")];
+    check_bounds(vi.kind, lower, upper, [&] { return "variable '" + var_name(v) + "'"; });
+    if (v.index < start_pos_.size() && start_pos_[v.index] != npos) {
+      const double x = start_[start_pos_[v.index]].second;
+      if (x < lower - 1e-9 || x > upper + 1e-9) {
+        throw error(errc::invalid_argument, "variable '" + var_name(v) + "': new bounds [" + num(lower) + ", " +
+                                                num(upper) + "] exclude its warm-start value " + num(x));
+      }
+    }
+    vi.lower = lower;
+    vi.upper = upper;
+  }
+  void fix(var v, double value) { set_bounds(v, value, value); }
 
   [[nodiscard]] std::size_t num_vars() const noexcept { return vars_.size(); }
   [[nodiscard]] const var_info& info(var v) const { return vars_.at(check_var(v, "model::info")); }
@@ -425,6 +424,28 @@ class model {
     os.precision(10);
     os << x;
     return os.str();
+  }
+  // Validates bounds for a variable of `kind`; rounds an integer variable's bounds inwards.
+  template <class Culprit>
+  static void check_bounds(var_kind kind, double& lower, double& upper, Culprit culprit) {
+    if (std::isnan(lower) || std::isnan(upper)) {
+      throw error(errc::invalid_argument, culprit() + ": a bound is NaN");
+    }
+    if (lower == infinity || upper == -infinity) {
+      throw error(errc::invalid_argument, culprit() + ": lower bound +inf or upper bound -inf");
+    }
+    if (lower > upper) {
+      throw error(errc::invalid_argument, culprit() + ": lower bound " + num(lower) + " > upper bound " + num(upper));
+    }
+    if (kind == var_kind::binary && (!is_01(lower) || !is_01(upper))) {
+      throw error(errc::invalid_argument,
+                  culprit() + ": a binary variable's bounds must be 0 or 1, got [" + num(lower) + ", " + num(upper) + "]");
+    }
+    if (kind == var_kind::integer) {
+      // An integer variable whose bounds admit no integer is infeasible, not malformed: keep it.
+      lower = std::isinf(lower) ? lower : std::ceil(lower - 1e-9) + 0.0;  // + 0.0: no "-0" in messages
+      upper = std::isinf(upper) ? upper : std::floor(upper + 1e-9) + 0.0;
+    }
   }
   std::size_t check_var(var v, std::string_view where) const {
     if (v.index >= vars_.size()) {
