@@ -28,8 +28,11 @@ class GraphError(Exception):
 def load(path):
     """Parse a .json or .json.gz graph file (gzip is detected by extension)."""
     opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except (EOFError, OSError, UnicodeDecodeError, ValueError) as e:  # truncated gzip, bad JSON, ...
+        raise GraphError(f"{path}: cannot read a JSON graph: {type(e).__name__}: {e}") from e
 
 
 def dump(graph, path):

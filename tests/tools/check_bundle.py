@@ -70,6 +70,8 @@ def main(argv):
         except Exception as e:  # report every bad file, not just the first
             failures.append(f"{name}: {type(e).__name__}: {e}")
             continue
+        if g.get("meta", {}).get("fallback_kernels"):
+            failures.append(f"{name}: traced with real fallback kernels {g['meta']['fallback_kernels']}")
         st = memplan_graph.given_order_peak(g)
         # the brute force is quadratic; the batch-1 graphs are enough to cross-check the reference
         if "-b1." in name:
