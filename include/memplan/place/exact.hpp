@@ -1,0 +1,311 @@
+#pragma once
+// place::exact -- branch and bound that proves the minimum arena, or returns its best placement with the
+// remaining gap when its node or time limit hits.
+//
+// Search space (after MiniMalloc, Moffitt ASPLOS 2023): *canonical* placements. Push every unpinned
+// buffer down as far as it goes: each then sits at offset 0 or directly on (the aligned end of) a buffer
+// live at the same time, and no arena grows. Listing the buffers by increasing offset, each one's offset
+// is the aligned maximum end of the overlapping buffers listed before it -- so a placement is determined
+// by an order, and the search branches on which buffer comes next, at its lowest possible offset, only
+// allowing orders sorted by (offset, static preorder) (each canonical placement is reached exactly once).
+// Pinned buffers join the order at their fixed offset; a branch where one of them would already be
+// covered is dead.
+// Pruning: (a) dominance: a candidate whose offset is at or above the lowest height some other unplaced
+// buffer could reach now would leave a gap that buffer could fill; (b) section inference: the buffers
+// still to place in a section (a maximal time interval without endpoints) stack above max(floor of the
+// section, current offset), so floor + their total size must fit the target; (c) the target itself.
+// Optimisation is a sequence of such feasibility searches: at the lower bound (arena_lower_bound: the
+// max resident bytes, OLLA eq. 13 / the max clique of the interval graph) first -- the usual answer is
+// zero fragmentation -- then a binary search between the proven bound and the incumbent from the greedy
+// heuristics. A search that finishes without a placement proves the target infeasible and raises the
+// bound. Static preorders (MiniMalloc's "WAT", "TAW", "TWA": lifetime width, area, section total) are
+// tried round robin with a doubling node budget, as MiniMalloc does.
+//
+// Deterministic for a given node_limit; a time_limit that cuts the search may change the outcome.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <memplan/core/error.hpp>
+#include <memplan/place/best_fit.hpp>
+#include <memplan/place/buffer.hpp>
+#include <memplan/place/detail/support.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/place/lower_bound.hpp>
+
+namespace memplan::place {
+
+namespace detail {
+
+// Feasibility search: is there a placement with arena <= target? (canonical orders, see above)
+class canonical_search {
+ public:
+  enum class outcome { found, infeasible, aborted };
+
+  explicit canonical_search(const buffer_problem& p) : p_(&p) {
+    const auto n = p.buffers.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (p.buffers[i].size > 0) active_.push_back(i);
+    const auto m = active_.size();
+    size_.resize(m);
+    align_.resize(m);
+    fixed_.resize(m);
+    const time_axis axis(p);
+    sections_ = std::max(0, axis.sections());
+    lo_.resize(m);
+    hi_.resize(m);
+    std::vector<std::size_t> local(n, 0);
+    for (std::size_t k = 0; k < m; ++k) {
+      const auto& b = p.buffers[active_[k]];
+      local[active_[k]] = k;
+      size_[k] = b.size;
+      align_[k] = effective_alignment(p, b);
+      fixed_[k] = b.fixed_offset;
+      lo_[k] = axis.index(b.lower);
+      hi_[k] = axis.index(b.upper);
+    }
+    overlaps_.resize(m);
+    interval_index index(p, axis);
+    for (std::size_t k = 0; k < m; ++k) {
+      const auto& b = p.buffers[active_[k]];
+      index.for_each_overlapping(b.lower, b.upper, [&](std::size_t j) {
+        overlaps_[k].push_back(static_cast<int>(local[j]));
+        overlaps_[local[j]].push_back(static_cast<int>(k));
+      });
+      index.insert(active_[k]);
+    }
+    section_total_.assign(static_cast<std::size_t>(sections_), 0);
+    for (std::size_t k = 0; k < m; ++k)
+      for (int s = lo_[k]; s < hi_[k]; ++s) section_total_[static_cast<std::size_t>(s)] += size_[k];
+  }
+
+  [[nodiscard]] std::size_t size() const { return active_.size(); }
+  [[nodiscard]] std::int64_t nodes() const { return nodes_; }
+
+  // Static preorder from a heuristic string over W (lifetime width), A (area), T (max section total).
+  [[nodiscard]] std::vector<int> preorder(const std::string& keys) const {
+    const auto m = active_.size();
+    std::vector<std::int64_t> total(m, 0);
+    for (std::size_t k = 0; k < m; ++k)
+      for (int s = lo_[k]; s < hi_[k]; ++s) total[k] = std::max(total[k], section_total_[static_cast<std::size_t>(s)]);
+    std::vector<int> order(m);
+    for (std::size_t k = 0; k < m; ++k) order[k] = static_cast<int>(k);
+    auto width = [&](int k) { return p_->buffers[active_[static_cast<std::size_t>(k)]].upper - p_->buffers[active_[static_cast<std::size_t>(k)]].lower; };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      for (char c : keys) {
+        std::int64_t x = 0, y = 0;
+        if (c == 'W') { x = width(a); y = width(b); }
+        if (c == 'A') { x = width(a) * size_[static_cast<std::size_t>(a)]; y = width(b) * size_[static_cast<std::size_t>(b)]; }
+        if (c == 'T') { x = total[static_cast<std::size_t>(a)]; y = total[static_cast<std::size_t>(b)]; }
+        if (x != y) return x > y;
+      }
+      return a < b;
+    });
+    return order;
+  }
+
+  // Searches placements with arena <= target; on `found`, offsets (indexed like the problem's buffers,
+  // zero-size buffers at 0 or their pin) hold one.
+  outcome decide(std::int64_t target, const std::vector<int>& preorder, std::int64_t node_budget, const deadline& until,
+                 std::vector<std::int64_t>& offsets) {
+    const auto m = active_.size();
+    target_ = target;
+    budget_ = node_budget < 0 ? -1 : nodes_ + node_budget;
+    until_ = &until;
+    rank_.assign(m, 0);
+    for (std::size_t r = 0; r < m; ++r) rank_[static_cast<std::size_t>(preorder[r])] = static_cast<int>(r);
+    off_.assign(m, -1);
+    min_off_.assign(m, 0);
+    floor_.assign(static_cast<std::size_t>(sections_), 0);
+    total_ = section_total_;
+    remaining_ = static_cast<std::int64_t>(m);
+    for (std::size_t k = 0; k < m; ++k)
+      if (size_[k] > target || (fixed_[k] >= 0 && fixed_[k] + size_[k] > target)) return outcome::infeasible;
+    for (auto t : total_)
+      if (t > target) return outcome::infeasible;
+    const auto r = search(0, -1);
+    if (r == outcome::found) {
+      offsets.assign(p_->buffers.size(), 0);
+      for (std::size_t i = 0; i < p_->buffers.size(); ++i)
+        if (p_->buffers[i].fixed_offset >= 0) offsets[i] = p_->buffers[i].fixed_offset;
+      for (std::size_t k = 0; k < m; ++k) offsets[active_[k]] = best_[k];
+    }
+    return r;
+  }
+
+ private:
+  struct cand { std::int64_t key; int rank; int k; };
+  struct change { int k; std::int64_t old; };
+
+  outcome search(std::int64_t last_off, int last_rank) {
+    if (++nodes_ > budget_ && budget_ >= 0) return outcome::aborted;  // budget_ is absolute
+    if ((nodes_ & 255) == 0 && until_->expired()) return outcome::aborted;
+    if (remaining_ == 0) {
+      best_ = off_;
+      return outcome::found;
+    }
+    const auto m = active_.size();
+    std::int64_t min_height = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t k = 0; k < m; ++k) {
+      if (off_[k] >= 0) continue;
+      std::int64_t key = min_off_[k];
+      if (fixed_[k] >= 0) {
+        if (key > fixed_[k]) return outcome::infeasible;  // a pinned buffer is already covered
+        key = fixed_[k];
+      }
+      min_height = std::min(min_height, key + size_[k]);
+    }
+    std::vector<cand> cands;
+    for (std::size_t k = 0; k < m; ++k) {
+      if (off_[k] >= 0) continue;
+      const std::int64_t key = fixed_[k] >= 0 ? fixed_[k] : min_off_[k];
+      const int rank = rank_[k];
+      if (key < last_off || (key == last_off && rank < last_rank)) continue;  // not canonical
+      if (key >= min_height) continue;                                         // dominated
+      if (key + size_[k] > target_) continue;
+      cands.push_back({key, rank, static_cast<int>(k)});
+    }
+    std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
+      return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+    });
+    std::vector<change> offs, floors;
+    for (const auto& c : cands) {
+      const auto k = static_cast<std::size_t>(c.k);
+      const auto top = c.key + size_[k];
+      off_[k] = c.key;
+      --remaining_;
+      offs.clear();
+      floors.clear();
+      bool dead = false;
+      for (int o : overlaps_[k]) {
+        const auto so = static_cast<std::size_t>(o);
+        if (off_[so] >= 0 || min_off_[so] >= top) continue;
+        offs.push_back({o, min_off_[so]});
+        min_off_[so] = align_up(top, align_[so]);
+        if (fixed_[so] >= 0 ? min_off_[so] > fixed_[so] : min_off_[so] + size_[so] > target_) dead = true;
+      }
+      for (int s = lo_[k]; s < hi_[k]; ++s) {
+        const auto ss = static_cast<std::size_t>(s);
+        floors.push_back({s, floor_[ss]});
+        floor_[ss] = std::max(floor_[ss], top);
+        total_[ss] -= size_[k];
+      }
+      if (!dead) {
+        for (int s = 0; s < sections_; ++s) {
+          const auto ss = static_cast<std::size_t>(s);
+          if (total_[ss] > 0 && std::max(floor_[ss], c.key) + total_[ss] > target_) { dead = true; break; }
+        }
+      }
+      outcome r = outcome::infeasible;
+      if (!dead) r = search(c.key, c.rank);
+      for (auto it = floors.rbegin(); it != floors.rend(); ++it) floor_[static_cast<std::size_t>(it->k)] = it->old;
+      for (int s = lo_[k]; s < hi_[k]; ++s) total_[static_cast<std::size_t>(s)] += size_[k];
+      for (auto it = offs.rbegin(); it != offs.rend(); ++it) min_off_[static_cast<std::size_t>(it->k)] = it->old;
+      off_[k] = -1;
+      ++remaining_;
+      if (r != outcome::infeasible) return r;
+    }
+    return outcome::infeasible;
+  }
+
+  const buffer_problem* p_;
+  std::vector<std::size_t> active_;
+  std::vector<std::int64_t> size_, align_, fixed_;
+  std::vector<int> lo_, hi_;
+  std::vector<std::vector<int>> overlaps_;
+  int sections_ = 0;
+  std::vector<std::int64_t> section_total_;
+  // search state
+  std::int64_t target_ = 0, budget_ = -1, nodes_ = 0, remaining_ = 0;
+  const deadline* until_ = nullptr;
+  std::vector<int> rank_;
+  std::vector<std::int64_t> off_, min_off_, floor_, total_, best_;
+};
+
+}  // namespace detail
+
+struct exact {
+  double time_limit = 10.0;          // seconds of search; <= 0: only the heuristics and the bound
+  std::int64_t node_limit = -1;      // total search nodes, < 0: unlimited
+  std::size_t max_buffers = 10000;   // above this the search is skipped (the heuristics' best is returned)
+
+  [[nodiscard]] std::string name() const { return "exact"; }
+
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+    validate(p);
+    const auto until = detail::deadline::after(time_limit);
+    const auto relaxed = detail::without_capacity(p);
+    // Incumbent: the better of the two decreasing-size heuristics.
+    auto a = greedy_by_size{}.place(relaxed);
+    auto b = best_fit{}.place(relaxed);
+    auto best = b.arena < a.arena ? b.offsets : a.offsets;
+    std::int64_t best_arena = std::min(a.arena, b.arena);
+    std::int64_t proven = arena_lower_bound(p);
+    std::int64_t nodes = 0;
+    std::string how = "incumbent from greedy heuristics";
+    const std::int64_t want = std::min(best_arena - 1, p.capacity);  // search arenas <= want
+    if (best_arena > proven && time_limit > 0 && node_limit != 0) {
+      if (relaxed.buffers.size() > max_buffers) {
+        how = "search skipped: " + std::to_string(relaxed.buffers.size()) + " buffers > max_buffers";
+      } else {
+        detail::canonical_search search(p);
+        const std::vector<std::vector<int>> orders{search.preorder("WAT"), search.preorder("TAW"), search.preorder("TWA")};
+        std::int64_t lo = proven, hi = want;
+        bool first = true;
+        while (lo <= hi && !until.expired() && (node_limit < 0 || nodes < node_limit)) {
+          const auto target = first ? lo : lo + (hi - lo) / 2;
+          // The first search (at the bound) may use half of what is left, later ones half again.
+          const auto slice = detail::deadline::after(until.seconds_left() / 2.0);
+          first = false;
+          std::vector<std::int64_t> found;
+          auto r = detail::canonical_search::outcome::aborted;
+          std::int64_t budget = static_cast<std::int64_t>(std::max<std::size_t>(search.size(), 16));
+          while (r == detail::canonical_search::outcome::aborted && !slice.expired()) {
+            budget *= 2;
+            bool done = false;
+            for (const auto& order : orders) {
+              auto left = node_limit < 0 ? budget : std::min(budget, node_limit - nodes);
+              if (left <= 0) { done = true; break; }
+              const auto before = search.nodes();
+              r = search.decide(target, order, left, slice, found);
+              nodes += search.nodes() - before;
+              if (r != detail::canonical_search::outcome::aborted) break;
+            }
+            if (done || (node_limit >= 0 && nodes >= node_limit)) break;
+          }
+          if (r == detail::canonical_search::outcome::found) {
+            std::int64_t arena = 0;
+            for (std::size_t i = 0; i < p.buffers.size(); ++i) arena = std::max(arena, found[i] + p.buffers[i].size);
+            best = std::move(found);
+            best_arena = arena;
+            hi = arena - 1;
+            how = "canonical search";
+          } else if (r == detail::canonical_search::outcome::infeasible) {
+            proven = target + 1;
+            lo = target + 1;
+          } else {
+            lo = target + 1;  // unknown: look higher for a better incumbent, the bound stays
+            if (until.expired() || (node_limit >= 0 && nodes >= node_limit)) break;
+          }
+        }
+      }
+    }
+    proven = std::min(proven, best_arena);
+    std::string note = how + ", " + std::to_string(nodes) + " nodes; ";
+    if (best_arena == proven) note += "proven optimal";
+    else
+      note += "limit hit: arena " + std::to_string(best_arena) + " vs proven bound " + std::to_string(proven) + " (gap " +
+              std::to_string(best_arena - proven) + " bytes)";
+    if (best_arena > p.capacity) {
+      if (proven > p.capacity)
+        throw error(errc::infeasible, "placer exact: no placement fits the capacity " + std::to_string(p.capacity) +
+                                          ": proven lower bound " + std::to_string(proven) + " (best arena reached " +
+                                          std::to_string(best_arena) + ")");
+    }
+    return detail::finish(p, std::move(best), name(), note, proven, best_arena == proven);
+  }
+};
+
+}  // namespace memplan::place

@@ -1,0 +1,33 @@
+#pragma once
+// place::greedy_by_size -- "Greedy by Size for Offset Calculation" (Pisarchyk & Lee 2020, used by TFLite;
+// MemoMalloc §2.3 "greedy_by_size"): buffers in order of decreasing size; each goes to the smallest gap
+// (best fit) among the already placed buffers whose lifetimes overlap its own, or on top of them.
+// Overlapping buffers are found with an interval index, so the cost is O(n (log n + k log k)) for at
+// most k buffers live together, not the O(n^2) of the textbook version.
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <memplan/place/buffer.hpp>
+#include <memplan/place/detail/support.hpp>
+
+namespace memplan::place {
+
+struct greedy_by_size {
+  // best (the paper's smallest gap) or first (the lowest gap that fits, as TFLite Micro's planner).
+  detail::fit gap = detail::fit::best;
+
+  [[nodiscard]] std::string name() const { return "greedy_by_size"; }
+
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+    validate(p);
+    auto order = detail::free_buffers(p);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return p.buffers[a].size > p.buffers[b].size;  // ties: index order
+    });
+    return detail::finish(p, detail::place_in_order(p, order, gap), name());
+  }
+};
+
+}  // namespace memplan::place

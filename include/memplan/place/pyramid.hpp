@@ -1,0 +1,91 @@
+#pragma once
+// place::pyramid -- OLLA Function 5 (PreAllocateAddresses, §4.5): activations live longest when they are
+// produced early and consumed late by the backward pass, so their lifetimes nest. Starting with the
+// whole time range, repeatedly take the unprocessed buffer with the longest lifetime that nests inside the
+// previous one (lower >= min_start, upper <= max_end), put it at the current base address and raise the
+// base by its size: the buffers form a pyramid at the bottom of the arena (OLLA Fig. 6).
+//
+// As a pre-placement for the ILP (eq. 15), preplace() returns the pyramid's offsets (detail::unplaced
+// = -1 for the rest) and with_pins() turns them into fixed offsets of a new buffer_problem, which shrinks
+// the ILP (fewer buffers to place, less address space). As a placer, place() completes the pyramid with
+// greedy-by-size best fit around it.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <memplan/place/buffer.hpp>
+#include <memplan/place/detail/support.hpp>
+
+namespace memplan::place {
+
+struct pyramid {
+  [[nodiscard]] std::string name() const { return "pyramid"; }
+
+  // Offsets of the pyramid buffers (pinned buffers keep their pins), -1 elsewhere.
+  [[nodiscard]] std::vector<std::int64_t> preplace(const buffer_problem& p) const {
+    validate(p);
+    const auto n = p.buffers.size();
+    std::vector<std::int64_t> offsets(n, detail::unplaced);
+    std::vector<std::size_t> pins;
+    for (std::size_t i = 0; i < n; ++i)
+      if (p.buffers[i].fixed_offset >= 0) { offsets[i] = p.buffers[i].fixed_offset; pins.push_back(i); }
+    std::int64_t min_start = std::numeric_limits<std::int64_t>::min(), max_end = std::numeric_limits<std::int64_t>::max();
+    std::int64_t base = 0;
+    while (max_end > min_start) {
+      std::size_t next = n;
+      std::int64_t longest = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto& b = p.buffers[i];
+        if (offsets[i] != detail::unplaced || b.size == 0) continue;
+        if (b.lower < min_start || b.upper > max_end) continue;
+        if (b.upper - b.lower > longest) { longest = b.upper - b.lower; next = i; }
+      }
+      if (next == n) break;
+      const auto& b = p.buffers[next];
+      auto off = align_up(base, effective_alignment(p, b));
+      for (bool moved = true; moved;) {  // hop over pins live at the same time
+        moved = false;
+        for (auto j : pins) {
+          const auto& q = p.buffers[j];
+          if (q.size == 0 || q.upper <= b.lower || b.upper <= q.lower) continue;
+          if (q.fixed_offset < off + b.size && off < q.fixed_offset + q.size) {
+            off = align_up(q.fixed_offset + q.size, effective_alignment(p, b));
+            moved = true;
+          }
+        }
+      }
+      offsets[next] = off;
+      base = off + b.size;
+      min_start = b.lower;
+      max_end = b.upper;
+    }
+    return offsets;
+  }
+
+  // The problem with the pyramid buffers pinned at their offsets (input for olla_ilp, eq. 15).
+  [[nodiscard]] buffer_problem with_pins(const buffer_problem& p) const {
+    auto offsets = preplace(p);
+    buffer_problem q = p;
+    for (std::size_t i = 0; i < q.buffers.size(); ++i)
+      if (offsets[i] != detail::unplaced) q.buffers[i].fixed_offset = offsets[i];
+    return q;
+  }
+
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+    auto offsets = preplace(p);
+    std::size_t in_pyramid = 0;
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      if (offsets[i] == detail::unplaced) rest.push_back(i);
+      else if (p.buffers[i].fixed_offset < 0) ++in_pyramid;
+    }
+    std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) { return p.buffers[a].size > p.buffers[b].size; });
+    offsets = detail::place_in_order(p, rest, detail::fit::best, std::move(offsets));
+    return detail::finish(p, std::move(offsets), name(),
+                          std::to_string(in_pyramid) + " buffers in the pyramid, the rest by greedy_by_size");
+  }
+};
+
+}  // namespace memplan::place

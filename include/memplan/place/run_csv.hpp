@@ -1,0 +1,59 @@
+#pragma once
+// place::run_csv -- the work behind `memplan place buffers.csv [--capacity N] [--placer NAME]
+// [--time-limit S] [-o out.csv]`: read a MiniMalloc CSV, place it, print a one-line summary, write the
+// offsets. Errors (parse, unknown placer, capacity) are memplan::error with their own messages.
+#include <chrono>
+#include <cstdint>
+#include <iomanip>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include <memplan/io/buffers_csv.hpp>
+#include <memplan/place/by_name.hpp>
+#include <memplan/place/lower_bound.hpp>
+
+namespace memplan::place {
+
+struct csv_run_options {
+  std::string input{};                    // path of the buffer list
+  std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
+  std::string placer = "default";         // a name of placer_names()
+  double time_limit = -1;                 // seconds for exact/default; < 0: their defaults
+  std::string output{};                   // path for id,lower,upper,size,offset; empty: none
+};
+
+struct csv_run_result {
+  io::buffer_list list;
+  buffer_placement placement;
+  double seconds = 0;  // placement time
+};
+
+inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = nullptr) {
+  csv_run_result r;
+  r.list = io::read_buffers_csv_file(o.input);
+  if (o.capacity) {
+    if (*o.capacity < 0) throw error(errc::invalid_argument, "--capacity must be >= 0, got " + std::to_string(*o.capacity));
+    r.list.problem.capacity = *o.capacity;
+  }
+  const auto placer = by_name(o.placer, o.time_limit);
+  const auto t0 = std::chrono::steady_clock::now();
+  r.placement = placer.place(r.list.problem);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.output.empty()) io::write_buffers_csv_file(o.output, r.list, r.placement);
+  if (log) {
+    const auto& pl = r.placement;
+    std::ostringstream s;
+    s << o.input << ": " << r.list.ids.size() << " buffers, placer " << pl.placer << ", arena " << pl.arena
+      << ", lower bound " << pl.lower_bound << ", fragmentation " << std::fixed << std::setprecision(2)
+      << (pl.arena > 0 ? 100.0 * static_cast<double>(pl.arena - pl.lower_bound) / static_cast<double>(pl.arena) : 0.0)
+      << " %" << (pl.optimal ? " (optimal)" : "") << ", " << std::setprecision(3) << r.seconds * 1e3 << " ms";
+    if (o.capacity) s << ", fits capacity " << *o.capacity;
+    if (!pl.note.empty()) s << "\n  " << pl.note;
+    *log << s.str() << '\n';
+  }
+  return r;
+}
+
+}  // namespace memplan::place

@@ -1,0 +1,245 @@
+#include <doctest/doctest.h>
+
+#include <memplan/place/placers.hpp>
+
+#include "instances.hpp"
+
+using namespace memplan;
+using namespace memplan::place;
+using testing::instance_options;
+using testing::random_instance;
+
+namespace {
+
+const std::vector<std::string> offline = {"bump",   "greedy_by_size", "greedy_by_breadth", "best_fit", "gergov",
+                                          "mincost_flow", "pyramid", "exact", "best_of", "default"};
+
+void expect_valid(const buffer_problem& p, const buffer_placement& pl, const std::string& who) {
+  INFO(who);
+  const auto why = check(p, pl);
+  CHECK_MESSAGE(!why, (why ? *why : std::string()));
+  CHECK(pl.lower_bound == std::max(pl.lower_bound, arena_lower_bound(p)));  // never below the simple bound
+  CHECK(pl.arena >= pl.lower_bound);
+  CHECK(pl.optimal == (pl.arena == pl.lower_bound || pl.optimal));
+}
+
+}  // namespace
+
+TEST_CASE("every placer returns placements the referee accepts on random instances") {
+  std::vector<instance_options> kinds = {
+      {.buffers = 30, .steps = 25, .max_size = 100},
+      {.buffers = 60, .steps = 40, .max_size = 4096, .alignments = true},
+      {.buffers = 40, .steps = 30, .max_size = 1000, .global_alignment = 64},
+      {.buffers = 40, .steps = 30, .max_size = 300, .alignments = true, .pinned = 0.2},
+      {.buffers = 25, .steps = 10, .max_size = 50, .pinned = 0.5, .zero_sizes = true},
+  };
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      const auto p = random_instance(1000 * k + seed, kinds[k]);
+      for (const auto& name : offline) {
+        auto placer = by_name(name, name == "exact" || name == "default" ? 0.05 : -1);
+        const auto pl = placer.place(p);
+        expect_valid(p, pl, name + " kind " + std::to_string(k) + " seed " + std::to_string(seed));
+      }
+    }
+}
+
+TEST_CASE("placers are deterministic") {
+  const auto p = random_instance(77, {.buffers = 200, .steps = 100, .max_size = 10000, .alignments = true});
+  for (const auto& name : offline) {
+    if (name == "exact" || name == "default") continue;  // time-limited
+    const auto a = by_name(name).place(p), b = by_name(name).place(p);
+    CHECK(a.offsets == b.offsets);
+  }
+  const auto a = exact{.time_limit = 1e9, .node_limit = 2000}.place(p);
+  const auto b = exact{.time_limit = 1e9, .node_limit = 2000}.place(p);
+  CHECK(a.offsets == b.offsets);
+}
+
+TEST_CASE("check rejects broken placements") {
+  buffer_problem p;
+  p.buffers = {{0, 4, 8, 1, -1}, {2, 6, 8, 8, -1}, {5, 9, 4, 1, 16}};
+  const auto good = greedy_by_size{}.place(p);
+  REQUIRE(!check(p, good));
+  SUBCASE("overlap") {
+    auto bad = good;
+    bad.offsets = {0, 0, 16};
+    bad.arena = 20;
+    auto why = check(p, bad);
+    REQUIRE(why);
+    CHECK(why->find("overlap") != std::string::npos);
+  }
+  SUBCASE("misaligned") {
+    auto bad = good;
+    bad.offsets = {0, 12, 16};
+    bad.arena = 20;
+    auto why = check(p, bad);
+    REQUIRE(why);
+    CHECK(why->find("aligned") != std::string::npos);
+  }
+  SUBCASE("wrong arena") {
+    auto bad = good;
+    bad.arena += 1;
+    auto why = check(p, bad);
+    REQUIRE(why);
+    CHECK(why->find("arena") != std::string::npos);
+  }
+  SUBCASE("moved pin") {
+    auto bad = good;
+    bad.offsets = {0, 8, 20};
+    bad.arena = 24;
+    auto why = check(p, bad);
+    REQUIRE(why);
+    CHECK(why->find("pinned") != std::string::npos);
+  }
+  SUBCASE("capacity") {
+    auto q = p;
+    q.capacity = good.arena - 1;
+    auto why = check(q, good);
+    REQUIRE(why);
+    CHECK(why->find("capacity") != std::string::npos);
+  }
+}
+
+TEST_CASE("lower bound accounts for alignment and pins") {
+  buffer_problem p;
+  p.alignment = 16;
+  p.buffers = {{0, 2, 10}, {0, 2, 10}, {0, 2, 20}};
+  // Two of them pay their 6 (or 12) bytes of padding; the topmost one does not.
+  CHECK(resident_peak(p) == 40);
+  CHECK(arena_lower_bound(p) == 16 + 16 + 20);
+  CHECK(exact{}.place(p).arena == 52);
+  p.buffers.push_back({5, 6, 4, 1, 128});
+  CHECK(arena_lower_bound(p) == 132);
+}
+
+TEST_CASE("capacity: clear infeasible error naming the capacity and the best arena") {
+  buffer_problem p;
+  p.buffers = {{0, 2, 10}, {1, 3, 10}, {2, 4, 10}};
+  p.capacity = 15;
+  for (const auto& name : offline) {
+    INFO(name);
+    try {
+      (void)by_name(name, 0.05).place(p);
+      FAIL("expected infeasible");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+      CHECK(std::string(e.what()).find("15") != std::string::npos);
+      CHECK(std::string(e.what()).find("20") != std::string::npos);
+    }
+  }
+  p.capacity = 20;
+  CHECK(default_placer{}.place(p).arena == 20);
+}
+
+TEST_CASE("bump never reuses memory while buffers are live, resets when empty") {
+  buffer_problem p;
+  p.buffers = {{0, 2, 10}, {1, 3, 20}, {2, 4, 5}, {5, 6, 7}};
+  const auto pl = bump{}.place(p);
+  CHECK(pl.offsets == std::vector<std::int64_t>{0, 10, 30, 0});
+  CHECK(pl.arena == 35);
+  CHECK(bump{.reset_when_empty = false}.place(p).arena == 42);
+}
+
+TEST_CASE("greedy_by_size: largest first, smallest gap") {
+  buffer_problem p;
+  // 0 and 1 are placed first (largest); 2 fits the 5-byte gap between them exactly, not the 30-byte one.
+  p.buffers = {{0, 10, 50}, {0, 10, 40}, {2, 4, 5}, {3, 9, 4}};
+  // Make two gaps with pins: [50, 55) and [95, 125) are free while 2 and 3 live.
+  p.buffers.push_back({1, 8, 10, 1, 125});
+  p.buffers[1].fixed_offset = 55;
+  const auto pl = greedy_by_size{}.place(p);
+  CHECK(pl.offsets[0] == 0);
+  CHECK(pl.offsets[2] == 50);
+  CHECK(pl.offsets[3] == 95);  // 4 bytes: the 5-byte gap is taken, next smallest is the 30-byte one
+}
+
+TEST_CASE("greedy_by_breadth visits the widest step first") {
+  buffer_problem p;
+  p.buffers = {{0, 1, 8}, {0, 1, 8}, {1, 2, 30}, {1, 3, 1}};
+  const auto pl = greedy_by_breadth{}.place(p);
+  // Step 1 is the widest (31 bytes): its buffers (30 then 1) are placed first at 0 and 30.
+  CHECK(pl.offsets[2] == 0);
+  CHECK(pl.offsets[3] == 30);
+  CHECK(pl.arena == 31);
+}
+
+TEST_CASE("pyramid: nested longest lifetimes stacked from address 0, usable as pins") {
+  buffer_problem p;
+  // Activations of a 3-layer net: a0 lives [0,10), a1 [1,9), a2 [2,8); temporaries in between.
+  p.buffers = {{2, 8, 30}, {0, 10, 10}, {1, 9, 20}, {3, 4, 5}, {0, 3, 40}};
+  const auto pre = pyramid{}.preplace(p);
+  CHECK(pre[1] == 0);
+  CHECK(pre[2] == 10);
+  CHECK(pre[0] == 30);
+  CHECK(pre[3] == 60);  // [3,4) nests inside [2,8): it continues the pyramid
+  CHECK(pre[4] == -1);  // [0,3) does not nest in [3,4)
+  const auto pinned = pyramid{}.with_pins(p);
+  CHECK(pinned.buffers[1].fixed_offset == 0);
+  CHECK(pinned.buffers[4].fixed_offset == -1);
+  const auto pl = pyramid{}.place(p);
+  CHECK(!check(p, pl));
+  // The pyramid pins are honoured by the other placers too.
+  CHECK(exact{}.place(pinned).offsets[2] == 10);
+}
+
+TEST_CASE("mincost_flow builds shared blocks of buffers with disjoint lifetimes") {
+  buffer_problem p;
+  p.buffers = {{0, 2, 100}, {2, 4, 100}, {4, 6, 100}, {0, 6, 10}};
+  const auto pl = mincost_flow{}.place(p);
+  CHECK(pl.arena == 110);  // one block of 100 reused three times + one of 10
+  CHECK(pl.offsets[0] == pl.offsets[1]);
+  CHECK(pl.offsets[1] == pl.offsets[2]);
+  auto big = random_instance(5, {.buffers = 50});
+  CHECK_THROWS_AS((void)mincost_flow{.max_buffers = 10}.place(big), error);
+}
+
+TEST_CASE("gergov on a chain and on overlapping buffers") {
+  buffer_problem p;
+  p.buffers = {{0, 2, 100}, {2, 4, 100}, {1, 3, 10}};
+  const auto pl = gergov{}.place(p);
+  CHECK(!check(p, pl));
+  CHECK(pl.arena == 110);
+}
+
+TEST_CASE("best_of names the winner and default_placer reaches zero fragmentation") {
+  const auto p = random_instance(3, {.buffers = 80, .steps = 40, .max_size = 1000});
+  const auto pl = best_of{bump{}, greedy_by_size{}, best_fit{}}.place(p);
+  CHECK(pl.placer != "bump");
+  CHECK(pl.note.find("bump=") != std::string::npos);
+  const auto d = default_placer{.time_limit = 5}.place(p);
+  CHECK(!check(p, d));
+  CHECK(d.arena <= pl.arena);
+  CHECK(d.placer.rfind("default(", 0) == 0);
+}
+
+TEST_CASE("by_name: every listed name resolves; unknown names list the valid ones") {
+  for (const auto& n : placer_names()) CHECK(by_name(n).name().size() > 0);
+  try {
+    (void)by_name("greedy");
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::invalid_argument);
+    CHECK(std::string(e.what()).find("greedy_by_size") != std::string::npos);
+    CHECK(std::string(e.what()).find("'greedy'") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad input is rejected by every placer") {
+  buffer_problem p;
+  p.buffers = {{3, 3, 10}};
+  for (const auto& name : offline) CHECK_THROWS_AS((void)by_name(name).place(p), error);
+  p.buffers = {{0, 3, -1}};
+  CHECK_THROWS_AS((void)greedy_by_size{}.place(p), error);
+  p.buffers = {{0, 3, 4, 3}};
+  CHECK_THROWS_AS((void)exact{}.place(p), error);
+}
+
+TEST_CASE("empty problems") {
+  buffer_problem p;
+  for (const auto& name : offline) {
+    const auto pl = by_name(name).place(p);
+    CHECK(pl.arena == 0);
+    CHECK(pl.offsets.empty());
+  }
+}
