@@ -26,16 +26,27 @@ inline double loss_value(eager_runner& r) {
   return r.data(r.prog().loss)[0];
 }
 
+inline int check_program_gradients(const program& p, const std::function<void(eager_runner&)>& prepare,
+                                   grad_check_options o);
+
 // Returns the number of elements compared.
 inline int check_gradients(tape& t, var y, const std::function<void(eager_runner&)>& prepare = {},
                            grad_check_options o = {}) {
   auto r_in = t.input("gc.r", t.shape(y));
   auto loss = t.sum(t.mul(y, r_in));
   const program p = t.training_step(loss, sgd{0.0f, 0.0f});
+  return check_program_gradients(p, [&](eager_runner& run) {
+    rng g(12345);
+    for (auto& v : run.data("gc.r")) v = static_cast<float>(g.uniform(-1.0, 1.0));
+    if (prepare) prepare(run);
+  }, o);
+}
+
+// Gradient check of a whole training-step program with respect to every weight.
+inline int check_program_gradients(const program& p, const std::function<void(eager_runner&)>& prepare,
+                                   grad_check_options o) {
   eager_runner run(p, {.poison = true});
-  rng g(12345);
-  for (auto& v : run.data("gc.r")) v = static_cast<float>(g.uniform(-1.0, 1.0));
-  if (prepare) prepare(run);
+  prepare(run);
   for (auto [w, gt] : p.weight_grads) run.keep(gt);
   run.run(true, true, false);
   REQUIRE(!p.weight_grads.empty());
