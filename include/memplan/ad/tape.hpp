@@ -150,9 +150,11 @@ class tape {
   [[nodiscard]] std::int32_t storage_of(var v) const { return at(v).storage; }
   [[nodiscard]] bool is_contiguous(var v) const {
     const auto& x = at(v);
-    const auto cs = contiguous_strides(x.shape);
-    for (std::size_t i = 0; i < cs.size(); ++i)
-      if (x.shape[i] != 1 && x.strides[i] != cs[i]) return false;
+    std::int64_t expect = 1;
+    for (std::size_t i = x.shape.size(); i > 0; --i) {
+      if (x.shape[i - 1] != 1 && x.strides[i - 1] != expect) return false;
+      expect *= x.shape[i - 1];
+    }
     return true;
   }
   [[nodiscard]] const program& recorded() const { return prog_; }

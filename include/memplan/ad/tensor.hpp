@@ -36,8 +36,12 @@ inline std::int64_t numel(const shape_t& s) {
 inline std::int64_t byte_size(const shape_t& s) { return numel(s) * static_cast<std::int64_t>(sizeof(float)); }
 
 inline shape_t contiguous_strides(const shape_t& s) {
-  shape_t st(s.size(), 1);
-  for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  shape_t st(s.size());
+  std::int64_t acc = 1;
+  for (std::size_t i = s.size(); i > 0; --i) {
+    st[i - 1] = acc;
+    acc *= s[i - 1];
+  }
   return st;
 }
 
