@@ -1,0 +1,359 @@
+// memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, stats, dot, place.
+// Exit codes: 0 ok, 1 invalid plan / infeasible, 2 bad input (unreadable or malformed files, bad
+// options), 3 internal or solver failure. Errors are one line on stderr.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <memplan/core/analysis.hpp>
+#include <memplan/core/error.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/io/dot.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/io/plan_json.hpp>
+#include <memplan/io/report.hpp>
+#include <memplan/io/svg.hpp>
+#include <memplan/place/run_csv.hpp>
+
+#include "policies.hpp"
+
+namespace {
+
+using namespace memplan;
+
+constexpr const char* version_text = "memplan 0.1.0";
+
+int exit_code(errc c) {
+  switch (c) {
+    case errc::invalid_plan:
+    case errc::infeasible: return 1;
+    case errc::parse_error:
+    case errc::invalid_graph:
+    case errc::io_error:
+    case errc::invalid_argument:
+    case errc::limit_exceeded: return 2;
+    case errc::solver_error:
+    case errc::runtime_error: return 3;
+  }
+  return 3;
+}
+
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+// "4096", "512KiB", "1.5GiB", "2G" (binary units), "3MB" (decimal).
+std::int64_t parse_bytes(const std::string& text, const std::string& option) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw error(errc::invalid_argument, option + " '" + text + "' is not a size in bytes (e.g. 4096, 512MiB, 1.5GiB)");
+  }
+  std::string unit = text.substr(pos);
+  static const std::map<std::string, double> units{{"", 1},           {"B", 1},          {"K", 1024.0},     {"KiB", 1024.0},
+                                                   {"M", 1048576.0},  {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
+                                                   {"T", 1099511627776.0}, {"TiB", 1099511627776.0},
+                                                   {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
+  auto it = units.find(unit);
+  if (it == units.end())
+    throw error(errc::invalid_argument, option + " '" + text + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  const double b = v * it->second;
+  if (!(b >= 0) || b > 9.2e18) throw error(errc::invalid_argument, option + " '" + text + "' is not a size between 0 and 2^63 bytes");
+  if (it->second == 1 && b != static_cast<double>(static_cast<std::int64_t>(b)))
+    throw error(errc::invalid_argument, option + " '" + text + "' is not a whole number of bytes");
+  return static_cast<std::int64_t>(b);
+}
+
+void check_alignment(std::int64_t a) {
+  if (a <= 0 || (a & (a - 1)) != 0)
+    throw error(errc::invalid_argument, "--alignment " + std::to_string(a) + " is not a power of two (e.g. 1, 64, 256)");
+}
+
+// ---- plan ------------------------------------------------------------------------------------------
+struct plan_args {
+  std::string graph, scheduler = "default", placer = "default", capacity, output, svg, report_json, dot;
+  double time_limit = -1;
+  std::int64_t alignment = 1;
+  bool quiet = false;
+};
+
+int run_plan(const plan_args& a) {
+  check_alignment(a.alignment);
+  if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
+  const auto p = io::read_graph(a.graph);
+  const auto sched = cli::make_scheduler(a.scheduler, a.time_limit);
+  const auto placer = cli::make_placer(a.placer, a.time_limit);
+  plan_options opt;
+  opt.alignment = a.alignment;
+  std::int64_t capacity = -1;
+  if (!a.capacity.empty()) opt.capacity = capacity = parse_bytes(a.capacity, "--capacity");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto mp = memplan::plan(p, sched | placer, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (capacity >= 0 && mp.arena > capacity)
+    throw error(errc::infeasible, "the plan needs an arena of " + std::to_string(mp.arena) + " bytes, above --capacity " +
+                                      std::to_string(capacity));
+  const auto ok = verify(p, mp);
+  auto rep = io::make_report(p, mp, secs, ok.ok);
+  rep.capacity = capacity;
+  if (!a.output.empty()) io::write_plan(a.output, p, mp);
+  if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
+  if (!a.svg.empty()) io::write_heap_svg(a.svg, p, mp);
+  if (!a.dot.empty()) io::write_dot_file(a.dot, p);
+  if (!a.quiet) {
+    io::print_report(std::cout, rep);
+    for (const auto& [what, path] : {std::pair{"plan", a.output}, {"report", a.report_json}, {"heap map", a.svg}, {"graph", a.dot}})
+      if (!path.empty()) std::cout << "wrote          " << what << " to " << path << "\n";
+  }
+  if (!ok) throw error(errc::invalid_plan, "the plan failed verification: " + ok.violation);
+  return 0;
+}
+
+// ---- verify -------------------------------------------------------------------------------------------
+int run_verify(const std::string& graph, const std::string& plan_path) {
+  const auto p = io::read_graph(graph);
+  const auto mp = io::read_plan(p, plan_path);
+  const auto r = verify(p, mp);
+  if (!r) throw error(errc::invalid_plan, plan_path + ": invalid plan: " + r.violation);
+  std::cout << plan_path << ": valid plan for " << p.name() << ": " << mp.steps.size() << " steps, peak "
+            << io::human_bytes(mp.stats.peak) << " (" << mp.stats.peak << " B), arena " << io::human_bytes(mp.arena) << " ("
+            << mp.arena << " B)\n";
+  return 0;
+}
+
+// ---- stats ----------------------------------------------------------------------------------------------
+int run_stats(const std::string& graph, int top, bool as_json) {
+  if (top < 0) throw error(errc::invalid_argument, "--top must be >= 0");
+  const auto p = io::read_graph(graph);
+  std::int64_t total = 0;
+  std::map<tensor_kind, std::pair<std::int64_t, std::int64_t>> by_kind;  // count, bytes
+  for (tensor_id t = 0; t < p.num_tensors(); ++t) {
+    total += p.bytes(t);
+    auto& k = by_kind[p.kind(t)];
+    ++k.first;
+    k.second += p.bytes(t);
+  }
+  std::map<op_phase, std::int64_t> phases;
+  std::int64_t workspace = 0;
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    ++phases[p.phase(o)];
+    workspace = std::max(workspace, p.workspace(o));
+  }
+  std::vector<op_id> given(static_cast<std::size_t>(p.num_ops()));
+  for (std::size_t i = 0; i < given.size(); ++i) given[i] = static_cast<op_id>(i);
+  const auto prof = profile(p, given);
+  const auto lb = lower_bound_peak(p);
+  std::vector<tensor_id> largest(static_cast<std::size_t>(p.num_tensors()));
+  for (std::size_t i = 0; i < largest.size(); ++i) largest[i] = static_cast<tensor_id>(i);
+  std::stable_sort(largest.begin(), largest.end(), [&](tensor_id a, tensor_id b) { return p.bytes(a) > p.bytes(b); });
+  largest.resize(std::min(largest.size(), static_cast<std::size_t>(top)));
+
+  if (as_json) {
+    io::json j;
+    j["graph"] = p.name();
+    j["ops"] = p.num_ops();
+    j["tensors"] = p.num_tensors();
+    j["storages"] = p.num_storages();
+    j["total_bytes"] = total;
+    j["resident_bytes"] = p.resident_bytes();
+    j["given_peak"] = prof.peak;
+    j["given_peak_op"] = prof.peak_step >= 0 ? p.op_name(given[static_cast<std::size_t>(prof.peak_step)]) : std::string();
+    j["lower_bound"] = lb.bytes;
+    j["max_workspace"] = workspace;
+    io::json k = io::json::object();
+    for (const auto& [kind, cb] : by_kind) k[std::string(to_string(kind))] = {{"tensors", cb.first}, {"bytes", cb.second}};
+    j["by_kind"] = k;
+    io::json ph = io::json::object();
+    for (const auto& [phase, n] : phases) ph[std::string(to_string(phase))] = n;
+    j["phases"] = ph;
+    io::json big = io::json::array();
+    for (auto t : largest) big.push_back({{"id", p.tensor_name(t)}, {"bytes", p.bytes(t)}, {"kind", std::string(to_string(p.kind(t)))}});
+    j["largest"] = big;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  auto bytes = [](std::int64_t b) { return io::human_bytes(b) + " (" + std::to_string(b) + " B)"; };
+  std::cout << "graph          " << p.name() << "\n";
+  std::cout << "ops            " << p.num_ops() << "\n";
+  std::cout << "tensors        " << p.num_tensors() << " (" << p.num_storages() << " storages)\n";
+  std::cout << "total bytes    " << bytes(total) << "\n";
+  std::cout << "resident       " << bytes(p.resident_bytes()) << "\n";
+  std::cout << "given peak     " << bytes(prof.peak);
+  if (prof.peak_step >= 0) std::cout << " at op '" << p.op_name(given[static_cast<std::size_t>(prof.peak_step)]) << "' (step " << prof.peak_step << ")";
+  std::cout << "\n";
+  std::cout << "lower bound    " << bytes(lb.bytes) << (lb.uses_reachability ? "" : " (op-local bound only: graph too large for reachability)")
+            << "\n";
+  if (workspace > 0) std::cout << "max workspace  " << bytes(workspace) << "\n";
+  std::cout << "by kind\n";
+  for (const auto& [kind, cb] : by_kind) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-16s %8lld tensors %14s\n", std::string(to_string(kind)).c_str(),
+                  static_cast<long long>(cb.first), io::human_bytes(cb.second).c_str());
+    std::cout << line;
+  }
+  std::cout << "by phase\n";
+  for (const auto& [phase, n] : phases) {
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-16s %8lld ops\n", std::string(to_string(phase)).c_str(), static_cast<long long>(n));
+    std::cout << line;
+  }
+  if (!largest.empty()) {
+    std::cout << "largest tensors\n";
+    for (auto t : largest) {
+      char line[64];
+      std::snprintf(line, sizeof line, "  %14s  %-16s ", io::human_bytes(p.bytes(t)).c_str(), std::string(to_string(p.kind(t))).c_str());
+      std::cout << line << p.tensor_name(t) << "\n";
+    }
+  }
+  return 0;
+}
+
+// ---- dot -------------------------------------------------------------------------------------------------
+int run_dot(const std::string& graph, const std::string& out, bool lr) {
+  const auto p = io::read_graph(graph);
+  io::dot_options o;
+  o.left_to_right = lr;
+  if (out.empty() || out == "-") io::write_dot(std::cout, p, o);
+  else io::write_dot_file(out, p, o);
+  return 0;
+}
+
+// ---- place -----------------------------------------------------------------------------------------------
+int run_place(const std::string& input, const std::string& capacity, const std::string& placer, double time_limit,
+              const std::string& out) {
+  place::csv_run_options o;
+  o.input = input;
+  if (!capacity.empty()) o.capacity = parse_bytes(capacity, "--capacity");
+  o.placer = placer;
+  o.time_limit = time_limit;
+  o.output = out;
+  (void)place::by_name(placer, time_limit);  // an unknown name is bad input, before any work
+  const auto r = place::run_csv(o, &std::cout);
+  if (auto bad = place::check(r.list.problem, r.placement)) throw error(errc::runtime_error, "placer returned an invalid placement: " + *bad);
+  if (o.capacity && r.placement.arena > *o.capacity)
+    throw error(errc::infeasible, input + ": no placement found within --capacity " + std::to_string(*o.capacity) + " (best arena " +
+                                      std::to_string(r.placement.arena) + ")");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"memplan: plans the memory of neural-network graphs (operator order, tensor offsets in one arena)."};
+  app.set_version_flag("--version", version_text);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"
+      "  memplan plan graph.json -o plan.json && memplan verify graph.json plan.json\n"
+      "  memplan stats graph.json\n"
+      "  memplan SUBCOMMAND --help     (options of one subcommand)\n"
+      "Exit codes: 0 ok, 1 invalid plan or infeasible capacity, 2 bad input, 3 internal/solver failure.\n"
+      "Graph format and plan format: docs/format.md; this tool: docs/cli.md.");
+
+  const auto sched_names = cli::joined(cli::scheduler_names());
+  const auto place_names = cli::joined(cli::placer_names());
+
+  plan_args pa;
+  auto* plan = app.add_subcommand("plan", "Plan a graph: order its ops and place its tensors in one arena; print a report.");
+  plan->add_option("graph", pa.graph, "graph file in the memplan format (.json or .json.gz)")->required();
+  plan->add_option("--scheduler", pa.scheduler, "op-ordering policy: " + sched_names)->capture_default_str();
+  plan->add_option("--placer", pa.placer, "offset-placement policy: " + place_names)->capture_default_str();
+  plan->add_option("--time-limit", pa.time_limit, "seconds for the policies that search (default: each policy's own)");
+  plan->add_option("--alignment", pa.alignment, "byte alignment of every tensor offset, a power of two")->capture_default_str();
+  plan->add_option("--capacity", pa.capacity, "arena limit in bytes (4096, 512MiB, 1.5GiB); exit 1 when it cannot be met");
+  plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");
+  plan->add_option("--svg", pa.svg, "write an SVG heap map (steps x addresses)");
+  plan->add_option("--report-json", pa.report_json, "write the report as JSON");
+  plan->add_option("--dot", pa.dot, "write the graph in Graphviz DOT");
+  plan->add_flag("-q,--quiet", pa.quiet, "print nothing (files and exit code only)");
+  plan->footer(
+      "Examples:\n"
+      "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"
+      "  memplan plan graph.json --scheduler given --placer greedy_by_size -o plan.json\n"
+      "  memplan plan graph.json --alignment 256 --capacity 2GiB --time-limit 10\n"
+      "The report shows the peak of the graph's own (given) order, the planned peak and its reduction, a lower\n"
+      "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.");
+
+  std::string vgraph, vplan;
+  auto* ver = app.add_subcommand("verify", "Check a plan against its graph; exit 0 only when it is valid.");
+  ver->add_option("graph", vgraph, "graph file (.json or .json.gz)")->required();
+  ver->add_option("plan", vplan, "plan file written by `memplan plan -o`")->required();
+  ver->footer(
+      "Example:\n"
+      "  memplan plan graph.json -o plan.json && memplan verify graph.json plan.json\n"
+      "Exit codes: 0 valid; 1 invalid (the first violation is printed: step, op, tensors, offsets); 2 unreadable input.");
+
+  std::string sgraph;
+  int stop = 10;
+  bool sjson = false;
+  auto* stats = app.add_subcommand("stats", "Describe a graph: sizes by kind, phases, given-order peak, lower bound, largest tensors.");
+  stats->add_option("graph", sgraph, "graph file (.json or .json.gz)")->required();
+  stats->add_option("--top", stop, "how many of the largest tensors to list")->capture_default_str();
+  stats->add_flag("--json", sjson, "print the figures as JSON");
+  stats->footer("Example:\n  memplan stats data/models/resnet18-train-b32.json.gz --top 5");
+
+  std::string dgraph, dout;
+  bool dlr = false;
+  auto* dot = app.add_subcommand("dot", "Export a graph to Graphviz DOT (ops as boxes, tensors as edges labelled with size).");
+  dot->add_option("graph", dgraph, "graph file (.json or .json.gz)")->required();
+  dot->add_option("-o,--output", dout, "output file (default: standard output)");
+  dot->add_flag("--lr", dlr, "lay the graph out left to right");
+  dot->footer("Example:\n  memplan dot graph.json -o graph.dot && dot -Tsvg graph.dot -o graph.svg");
+
+  std::string pin, pcap, pplacer = "default", pout;
+  double ptl = -1;
+  auto* plc = app.add_subcommand("place", "Place a list of buffers with fixed lifetimes (MiniMalloc CSV: id,lower,upper,size).");
+  plc->add_option("buffers", pin, "CSV file with the header id,lower,upper,size[,offset][,alignment]")->required();
+  plc->add_option("--capacity", pcap, "arena limit in bytes (4096, 512MiB, ...); exit 1 when it cannot be met");
+  plc->add_option("--placer", pplacer, "placement policy: " + place_names)->capture_default_str();
+  plc->add_option("--time-limit", ptl, "seconds for the placers that search (exact, default)");
+  plc->add_option("-o,--output", pout, "write id,lower,upper,size,offset");
+  plc->footer("Example:\n  memplan place buffers.csv --placer best_fit -o offsets.csv\n  memplan place A.1048576.csv --capacity 1048576");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "memplan: error: " << one_line(e.what()) << " (run 'memplan --help' or 'memplan SUBCOMMAND --help')\n";
+    return 2;
+  }
+
+  try {
+    if (*plan) return run_plan(pa);
+    if (*ver) return run_verify(vgraph, vplan);
+    if (*stats) return run_stats(sgraph, stop, sjson);
+    if (*dot) return run_dot(dgraph, dout, dlr);
+    if (*plc) return run_place(pin, pcap, pplacer, ptl, pout);
+  } catch (const memplan::error& e) {
+    std::cerr << "memplan: " << to_string(e.code()) << ": " << one_line(e.what()) << "\n";
+    return exit_code(e.code());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "memplan: internal error: out of memory\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "memplan: internal error: " << one_line(e.what()) << "\n";
+    return 3;
+  }
+  return 0;
+}

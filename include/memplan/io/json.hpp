@@ -1,0 +1,618 @@
+#pragma once
+// The memplan graph format, version 1 (docs/format.md): reading (.json and gzip'd .json.gz) into a
+// validated memplan::problem or graph::dataflow_graph, and writing either back. One of the only
+// headers that include nlohmann-json (link memplan::json); gzip needs zlib (MEMPLAN_HAVE_ZLIB).
+//
+// Every malformed document is rejected with memplan::error naming the source and the culprit:
+// errc::parse_error for text that is not JSON (with line, column and byte offset) and
+// errc::invalid_graph for JSON that breaks a rule of the format (wrong format/version, missing
+// lists, bad ids, sizes, dtypes, kinds, phases, dangling tensors, two producers, cycles, in-place
+// rules, a given order that does not run). Unknown extra fields are ignored, as the format allows.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#if defined(MEMPLAN_HAVE_ZLIB)
+#include <zlib.h>
+#endif
+
+#include <memplan/core/analysis.hpp>
+#include <memplan/core/error.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/graph/dataflow_graph.hpp>
+#include <memplan/graph/kinds.hpp>
+#include <memplan/io/dtype.hpp>
+
+namespace memplan::io {
+
+// Keys keep their order when written (format, version, name, tensors, ops; tensors in graph order).
+using json = nlohmann::ordered_json;
+
+inline constexpr std::string_view graph_format_name = "memplan-graph";
+inline constexpr std::int64_t graph_format_version = 1;
+
+struct read_options {
+  problem_options problem{};  // e.g. inputs_resident
+  // The format says the order of `ops` is the order the framework ran; a reader rejects a file
+  // whose given order reads a tensor before its producer runs (as tools/memplan_graph.py does).
+  bool require_executable_given_order = true;
+};
+
+// ---- the document, as read (names, not ids) ----------------------------------------------------
+struct tensor_record {
+  std::string id;
+  std::int64_t bytes = 0;
+  tensor_kind kind = tensor_kind::activation;
+  std::string inplace_of;             // empty: none
+  std::vector<std::int64_t> shape;    // informational unless bytes is absent
+  bool has_shape = false;
+  std::string dtype;                  // empty: none
+};
+
+struct op_record {
+  std::string id;
+  std::string op;                     // the operator's name (free text)
+  std::vector<std::string> inputs, outputs;
+  op_phase phase = op_phase::other;
+  double cost = 0.0;
+  std::int64_t workspace = 0;
+};
+
+struct graph_document {
+  std::string name;
+  std::vector<tensor_record> tensors;
+  std::vector<op_record> ops;
+};
+
+// ---- files: plain or gzip'd ----------------------------------------------------------------------
+namespace detail {
+
+inline bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+inline bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+inline std::string gunzip(std::string_view data, const std::string& source) {
+#if defined(MEMPLAN_HAVE_ZLIB)
+  std::string out;
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) throw error(errc::io_error, source + ": cannot initialise zlib");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  if (data.size() > std::numeric_limits<uInt>::max()) {
+    inflateEnd(&zs);
+    throw error(errc::io_error, source + ": gzip file too large");
+  }
+  char buf[1 << 16];
+  int rc = Z_OK;
+  for (;;) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are one file (gzip(1) semantics).
+      if (zs.avail_in > 0 && is_gzip(std::string_view(reinterpret_cast<const char*>(zs.next_in), zs.avail_in))) {
+        inflateReset(&zs);
+        continue;
+      }
+      break;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
+      inflateEnd(&zs);
+      throw error(errc::io_error, source + ": truncated gzip data (the file ends inside the compressed stream)");
+    }
+    std::string why = zs.msg ? zs.msg : "zlib error " + std::to_string(rc);
+    inflateEnd(&zs);
+    throw error(errc::io_error, source + ": corrupt gzip data: " + why);
+  }
+  inflateEnd(&zs);
+  return out;
+#else
+  (void)data;
+  throw error(errc::io_error, source + ": is gzip-compressed, but memplan was built without zlib "
+                                       "(install zlib and reconfigure, or gunzip the file first)");
+#endif
+}
+
+#if defined(MEMPLAN_HAVE_ZLIB)
+inline std::string gzip(std::string_view text, const std::string& target) {
+  z_stream zs{};
+  // windowBits 15 + 16: a gzip header; the header's mtime stays 0, so equal input gives equal bytes.
+  if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw error(errc::io_error, target + ": cannot initialise zlib");
+  if (text.size() > std::numeric_limits<uInt>::max()) {
+    deflateEnd(&zs);
+    throw error(errc::io_error, target + ": text too large to compress");
+  }
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  std::string out;
+  char buf[1 << 16];
+  int rc = Z_OK;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = deflate(&zs, Z_FINISH);
+    out.append(buf, sizeof buf - zs.avail_out);
+  } while (rc == Z_OK || rc == Z_BUF_ERROR);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw error(errc::io_error, target + ": zlib failed to compress");
+  return out;
+}
+#endif
+
+}  // namespace detail
+
+// The text of a file; gzip'd content (detected by its magic bytes, whatever the name) is inflated.
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error(errc::io_error, "cannot open '" + path + "'");
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw error(errc::io_error, "error while reading '" + path + "'");
+  if (detail::is_gzip(data)) return detail::gunzip(data, path);
+  return data;
+}
+
+// Writes text; a name ending in .gz is gzip-compressed (needs zlib).
+inline void write_text_file(const std::string& path, std::string_view text) {
+  std::string data;
+  if (detail::ends_with(path, ".gz")) {
+#if defined(MEMPLAN_HAVE_ZLIB)
+    data = detail::gzip(text, path);
+#else
+    throw error(errc::io_error, "'" + path + "': cannot write gzip, memplan was built without zlib");
+#endif
+  } else {
+    data.assign(text);
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
+}
+
+// "dir/resnet18.json.gz" -> "resnet18".
+inline std::string stem_of(std::string_view path) {
+  auto slash = path.find_last_of('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  for (std::string_view suf : {".gz", ".json"})
+    if (detail::ends_with(base, suf)) base.remove_suffix(suf.size());
+  return std::string(base);
+}
+
+// ---- JSON text ---------------------------------------------------------------------------------------
+namespace detail {
+
+// Parses JSON text; on a syntax error throws errc::parse_error with line, column and byte offset.
+inline json parse_json_text(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    const auto byte = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < byte; ++i) {
+      if (text[i] == '\n') { ++line; col = 1; }
+      else ++col;
+    }
+    std::string why = e.what();
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
+    if (auto p = why.find(": "); p != std::string::npos && why.rfind("[json.exception", 0) == 0) why = why.substr(p + 2);
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) why = "the document is empty";
+    throw error(errc::parse_error, source + ": not valid JSON at line " + std::to_string(line) + ", column " +
+                                       std::to_string(col) + " (byte " + std::to_string(byte) + "): " + why);
+  }
+}
+
+inline std::string short_dump(const json& v) {
+  auto s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+inline std::string squote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+inline std::string kind_names() {
+  std::string s;
+  for (auto k : {tensor_kind::input, tensor_kind::weight, tensor_kind::activation, tensor_kind::gradient,
+                 tensor_kind::optimizer_state, tensor_kind::output, tensor_kind::control})
+    s += (s.empty() ? "" : ", ") + std::string(to_string(k));
+  return s;
+}
+
+inline std::string phase_names() { return "forward, backward, update, other"; }
+
+// A non-negative JSON integer that fits in int64; `what` names the field for messages.
+inline std::int64_t nonneg_int(const json& v, const std::string& what, const std::string& source) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      throw error(errc::invalid_graph, source + ": " + what + " " + std::to_string(u) + " overflows a signed 64-bit integer");
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i < 0) throw error(errc::invalid_graph, source + ": " + what + " " + std::to_string(i) + " is negative");
+    return i;
+  }
+  if (v.is_number_float()) {
+    const auto d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2e18)
+      throw error(errc::invalid_graph, source + ": " + what + " " + v.dump() + " overflows a signed 64-bit integer");
+    if (d < 0) throw error(errc::invalid_graph, source + ": " + what + " " + v.dump() + " is negative");
+    throw error(errc::invalid_graph, source + ": " + what + " " + v.dump() + " is not an integer");
+  }
+  throw error(errc::invalid_graph, source + ": " + what + " " + short_dump(v) + " is not an integer");
+}
+
+inline std::vector<std::string> id_list(const json& op, const char* key, const std::string& who, const std::string& source) {
+  auto it = op.find(key);
+  if (it == op.end()) throw error(errc::invalid_graph, source + ": " + who + " has no '" + key + "' list");
+  if (!it->is_array()) throw error(errc::invalid_graph, source + ": " + who + ": '" + key + "' is not a list of tensor ids");
+  std::vector<std::string> out;
+  out.reserve(it->size());
+  for (std::size_t k = 0; k < it->size(); ++k) {
+    const auto& x = (*it)[k];
+    if (!x.is_string())
+      throw error(errc::invalid_graph, source + ": " + who + ": " + key + "[" + std::to_string(k) + "] = " + short_dump(x) +
+                                           " is not a tensor id (a string)");
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// ---- reading ---------------------------------------------------------------------------------------------
+// Checks the document's own rules (everything that needs no graph algorithm) and returns it.
+// `source` names the input in messages ("resnet18.json", "<string>").
+inline graph_document parse_graph_document(const json& j, const std::string& source) {
+  using detail::squote;
+  auto bad = [&](const std::string& what) { return error(errc::invalid_graph, source + ": " + what); };
+  if (!j.is_object()) throw bad("the top level is not a JSON object (expected {\"format\": \"memplan-graph\", ...})");
+  auto f = j.find("format");
+  if (f == j.end()) throw bad("missing \"format\": \"memplan-graph\" (is this a memplan graph file?)");
+  if (!f->is_string() || f->get<std::string>() != graph_format_name)
+    throw bad("\"format\" is " + detail::short_dump(*f) + ", expected \"memplan-graph\"");
+  auto v = j.find("version");
+  if (v == j.end()) throw bad("missing \"version\" (this reader reads version 1)");
+  if (!v->is_number_integer() || v->get<std::int64_t>() != graph_format_version)
+    throw bad("\"version\" is " + detail::short_dump(*v) + ", this reader reads version 1 only");
+
+  graph_document doc;
+  if (auto n = j.find("name"); n != j.end()) {
+    if (!n->is_string()) throw bad("\"name\" is " + detail::short_dump(*n) + ", not a string");
+    doc.name = n->get<std::string>();
+  }
+  if (doc.name.empty()) doc.name = stem_of(source);
+  auto ts = j.find("tensors");
+  if (ts == j.end()) throw bad("missing the \"tensors\" list");
+  if (!ts->is_array()) throw bad("\"tensors\" is not a list");
+  auto os = j.find("ops");
+  if (os == j.end()) throw bad("missing the \"ops\" list");
+  if (!os->is_array()) throw bad("\"ops\" is not a list");
+
+  // ---- tensors ----
+  std::unordered_map<std::string, std::size_t> tindex;
+  tindex.reserve(ts->size());
+  doc.tensors.reserve(ts->size());
+  for (std::size_t i = 0; i < ts->size(); ++i) {
+    const auto& t = (*ts)[i];
+    const auto at = "tensors[" + std::to_string(i) + "]";
+    if (!t.is_object()) throw bad(at + " is not an object");
+    auto id = t.find("id");
+    if (id == t.end()) throw bad(at + " has no \"id\"");
+    if (!id->is_string() || id->get_ref<const std::string&>().empty())
+      throw bad(at + ": \"id\" is " + detail::short_dump(*id) + ", not a non-empty string");
+    tensor_record r;
+    r.id = id->get<std::string>();
+    const auto who = "tensor " + squote(r.id);
+    if (auto [it, fresh] = tindex.emplace(r.id, i); !fresh)
+      throw bad("duplicate tensor id " + squote(r.id) + " (tensors[" + std::to_string(it->second) + "] and " + at + ")");
+    auto k = t.find("kind");
+    if (k == t.end()) throw bad(who + " has no \"kind\" (one of " + detail::kind_names() + ")");
+    if (!k->is_string()) throw bad(who + ": \"kind\" is " + detail::short_dump(*k) + ", not a string");
+    auto kind = parse_tensor_kind(k->get_ref<const std::string&>());
+    if (!kind) throw bad(who + ": unknown kind " + detail::short_dump(*k) + " (expected one of " + detail::kind_names() + ")");
+    r.kind = *kind;
+    if (auto sh = t.find("shape"); sh != t.end() && !sh->is_null()) {
+      if (!sh->is_array()) throw bad(who + ": \"shape\" is " + detail::short_dump(*sh) + ", not a list of dimensions");
+      for (std::size_t d = 0; d < sh->size(); ++d)
+        r.shape.push_back(detail::nonneg_int((*sh)[d], who + ": shape[" + std::to_string(d) + "]", source));
+      r.has_shape = true;
+    }
+    std::optional<std::int64_t> elem;
+    if (auto dt = t.find("dtype"); dt != t.end() && !dt->is_null()) {
+      if (!dt->is_string()) throw bad(who + ": \"dtype\" is " + detail::short_dump(*dt) + ", not a string");
+      r.dtype = dt->get<std::string>();
+      elem = dtype_size(r.dtype);
+      if (!elem) throw bad(who + ": unknown dtype " + squote(r.dtype) + " (known: " + dtype_names() + ")");
+    }
+    std::optional<std::int64_t> from_shape;
+    if (r.has_shape && elem) {
+      from_shape = shape_bytes(r.shape, *elem);
+      if (!from_shape) {
+        std::string dims;
+        for (auto d : r.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        throw bad(who + ": shape [" + dims + "] x sizeof(" + r.dtype + ") overflows a signed 64-bit integer");
+      }
+    }
+    if (auto b = t.find("bytes"); b != t.end()) {
+      r.bytes = detail::nonneg_int(*b, who + ": bytes", source);
+      if (from_shape && *from_shape != r.bytes) {
+        std::string dims;
+        for (auto d : r.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        throw bad(who + ": bytes " + std::to_string(r.bytes) + " disagrees with shape [" + dims + "] x sizeof(" + r.dtype +
+                  ") = " + std::to_string(*from_shape));
+      }
+    } else if (from_shape) {
+      r.bytes = *from_shape;
+    } else {
+      throw bad(who + " has no \"bytes\" and not both \"shape\" and \"dtype\"");
+    }
+    if (r.kind == tensor_kind::control && r.bytes != 0)
+      throw bad("control " + who + " has " + std::to_string(r.bytes) + " bytes; control tensors have 0 bytes and only order ops");
+    if (auto ip = t.find("inplace_of"); ip != t.end() && !ip->is_null()) {
+      if (!ip->is_string() || ip->get_ref<const std::string&>().empty())
+        throw bad(who + ": \"inplace_of\" is " + detail::short_dump(*ip) + ", not a tensor id");
+      r.inplace_of = ip->get<std::string>();
+    }
+    doc.tensors.push_back(std::move(r));
+  }
+  // inplace_of targets exist, differ from the tensor, are overwritten at most once, same size.
+  std::unordered_map<std::string, std::string> overwritten_by;
+  for (const auto& r : doc.tensors) {
+    if (r.inplace_of.empty()) continue;
+    auto it = tindex.find(r.inplace_of);
+    if (it == tindex.end())
+      throw bad("tensor " + squote(r.id) + " is inplace_of " + squote(r.inplace_of) + ", which is not a tensor of the graph");
+    if (r.inplace_of == r.id) throw bad("tensor " + squote(r.id) + " is inplace_of itself");
+    if (auto [w, fresh] = overwritten_by.emplace(r.inplace_of, r.id); !fresh)
+      throw bad("tensor " + squote(r.inplace_of) + " is overwritten in place twice (by " + squote(w->second) + " and " +
+                squote(r.id) + ")");
+    const auto& base = doc.tensors[it->second];
+    if (base.bytes != r.bytes)
+      throw bad("tensor " + squote(r.id) + " (" + std::to_string(r.bytes) + " bytes) is inplace_of " + squote(base.id) + " (" +
+                std::to_string(base.bytes) + " bytes): an in-place tensor has the size of the storage it writes into");
+  }
+
+  // ---- ops ----
+  std::unordered_map<std::string, std::size_t> oindex, producer;
+  oindex.reserve(os->size());
+  doc.ops.reserve(os->size());
+  for (std::size_t i = 0; i < os->size(); ++i) {
+    const auto& o = (*os)[i];
+    const auto at = "ops[" + std::to_string(i) + "]";
+    if (!o.is_object()) throw bad(at + " is not an object");
+    auto id = o.find("id");
+    if (id == o.end()) throw bad(at + " has no \"id\"");
+    if (!id->is_string() || id->get_ref<const std::string&>().empty())
+      throw bad(at + ": \"id\" is " + detail::short_dump(*id) + ", not a non-empty string");
+    op_record r;
+    r.id = id->get<std::string>();
+    const auto who = "op " + squote(r.id);
+    if (auto [it, fresh] = oindex.emplace(r.id, i); !fresh)
+      throw bad("duplicate op id " + squote(r.id) + " (ops[" + std::to_string(it->second) + "] and " + at + ")");
+    if (auto ty = o.find("op"); ty != o.end() && !ty->is_null()) {
+      if (!ty->is_string()) throw bad(who + ": \"op\" is " + detail::short_dump(*ty) + ", not a string");
+      r.op = ty->get<std::string>();
+    }
+    if (auto ph = o.find("phase"); ph != o.end() && !ph->is_null()) {
+      if (!ph->is_string()) throw bad(who + ": \"phase\" is " + detail::short_dump(*ph) + ", not a string");
+      auto p = parse_op_phase(ph->get_ref<const std::string&>());
+      if (!p) throw bad(who + ": unknown phase " + detail::short_dump(*ph) + " (expected one of " + detail::phase_names() + ")");
+      r.phase = *p;
+    }
+    if (auto c = o.find("cost"); c != o.end() && !c->is_null()) {
+      if (!c->is_number()) throw bad(who + ": cost " + detail::short_dump(*c) + " is not a number");
+      r.cost = c->get<double>();
+      if (!(r.cost >= 0) || !std::isfinite(r.cost))
+        throw bad(who + ": cost " + c->dump() + " is not a finite non-negative number");
+    }
+    if (auto w = o.find("workspace"); w != o.end() && !w->is_null()) {
+      r.workspace = detail::nonneg_int(*w, who + ": workspace", source);
+      if (r.workspace > std::numeric_limits<std::int64_t>::max() / 4)
+        throw bad(who + ": workspace " + std::to_string(r.workspace) + " overflows the arena arithmetic");
+    }
+    r.inputs = detail::id_list(o, "inputs", who, source);
+    r.outputs = detail::id_list(o, "outputs", who, source);
+    for (const auto& t : r.inputs)
+      if (!tindex.count(t)) throw bad(who + " reads unknown tensor " + squote(t) + " (dangling: no tensor has that id)");
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+      const auto& t = r.outputs[k];
+      if (!tindex.count(t)) throw bad(who + " writes unknown tensor " + squote(t) + " (dangling: no tensor has that id)");
+      if (std::find(r.outputs.begin(), r.outputs.begin() + static_cast<std::ptrdiff_t>(k), t) != r.outputs.begin() + static_cast<std::ptrdiff_t>(k))
+        throw bad(who + " lists output " + squote(t) + " twice");
+      if (auto [p, fresh] = producer.emplace(t, i); !fresh)
+        throw bad("tensor " + squote(t) + " has two producers: ops " + squote((*os)[p->second]["id"].get<std::string>()) +
+                  " and " + squote(r.id));
+      if (std::find(r.inputs.begin(), r.inputs.end(), t) != r.inputs.end())
+        throw bad(who + " both reads and writes tensor " + squote(t) + " (an in-place write is a new tensor with \"inplace_of\")");
+    }
+    doc.ops.push_back(std::move(r));
+  }
+  for (const auto& r : doc.tensors) {
+    if (producer.count(r.id)) continue;
+    if (!may_be_resident(r.kind))
+      throw bad("tensor " + squote(r.id) + " (" + std::string(to_string(r.kind)) +
+                ") has no producing op; only input, weight and optimizer_state tensors may exist before the first op");
+    if (!r.inplace_of.empty()) throw bad("in-place tensor " + squote(r.id) + " has no producing op");
+  }
+  return doc;
+}
+
+inline graph_document parse_graph_document(std::string_view text, const std::string& source) {
+  return parse_graph_document(detail::parse_json_text(text, source), source);
+}
+
+// The validated problem of a document: cycles (printed op by op), in-place ordering and, unless
+// disabled, an executable given order are checked here.
+inline problem to_problem(const graph_document& doc, const std::string& source, const read_options& opt = {}) {
+  problem_builder b(doc.name, opt.problem);
+  std::unordered_map<std::string, tensor_id> tid;
+  tid.reserve(doc.tensors.size());
+  for (const auto& t : doc.tensors) tid.emplace(t.id, b.add_tensor(t.id, t.bytes, t.kind));
+  for (const auto& t : doc.tensors)
+    if (!t.inplace_of.empty()) b.set_inplace_of(tid.at(t.id), tid.at(t.inplace_of));
+  for (const auto& o : doc.ops) {
+    std::vector<tensor_id> ins, outs;
+    ins.reserve(o.inputs.size());
+    outs.reserve(o.outputs.size());
+    for (const auto& t : o.inputs) ins.push_back(tid.at(t));
+    for (const auto& t : o.outputs) outs.push_back(tid.at(t));
+    b.add_op(o.id, std::move(ins), std::move(outs), o.op, o.phase, o.cost, o.workspace);
+  }
+  problem p;
+  try {
+    p = b.build();
+  } catch (const error& e) {
+    throw error(e.code(), source + ": " + e.what());
+  }
+  if (opt.require_executable_given_order) {
+    std::vector<op_id> given(static_cast<std::size_t>(p.num_ops()));
+    for (std::size_t i = 0; i < given.size(); ++i) given[i] = static_cast<op_id>(i);
+    if (auto why = check_topological(p, given))
+      throw error(errc::invalid_graph, source + ": the given order (the order of \"ops\") does not run: " + *why);
+  }
+  return p;
+}
+
+inline graph::dataflow_graph to_dataflow_graph(const graph_document& doc) {
+  graph::dataflow_graph g(doc.name);
+  std::unordered_map<std::string, graph::tensor_ref> tid;
+  tid.reserve(doc.tensors.size());
+  for (const auto& t : doc.tensors) {
+    graph::tensor_attributes a;
+    if (t.has_shape) a.shape = t.shape;
+    a.dtype = t.dtype;
+    tid.emplace(t.id, g.add_tensor(t.id, t.bytes, t.kind, std::move(a)));
+  }
+  for (const auto& t : doc.tensors)
+    if (!t.inplace_of.empty()) g.set_inplace_of(tid.at(t.id), tid.at(t.inplace_of));
+  for (const auto& o : doc.ops) {
+    std::vector<graph::tensor_ref> ins, outs;
+    for (const auto& t : o.inputs) ins.push_back(tid.at(t));
+    for (const auto& t : o.outputs) outs.push_back(tid.at(t));
+    g.add_op(o.id, std::move(ins), std::move(outs), graph::op_attributes{o.op, o.phase, o.cost, o.workspace});
+  }
+  return g;
+}
+
+// A problem from JSON text. `source` names the input in messages and is the graph's name when the
+// document has none.
+inline problem parse_graph(std::string_view text, const std::string& source = "<string>", const read_options& opt = {}) {
+  return to_problem(parse_graph_document(text, source), source, opt);
+}
+
+// A problem from a .json or .json.gz file.
+inline problem read_graph(const std::string& path, const read_options& opt = {}) {
+  return parse_graph(read_text_file(path), path, opt);
+}
+
+// The built-in graph class from JSON text / a file (validated exactly as the problem is).
+inline graph::dataflow_graph parse_dataflow_graph(std::string_view text, const std::string& source = "<string>",
+                                                  const read_options& opt = {}) {
+  auto doc = parse_graph_document(text, source);
+  (void)to_problem(doc, source, opt);  // every graph-level rule (cycles, in-place order, given order)
+  return to_dataflow_graph(doc);
+}
+
+inline graph::dataflow_graph read_dataflow_graph(const std::string& path, const read_options& opt = {}) {
+  return parse_dataflow_graph(read_text_file(path), path, opt);
+}
+
+// ---- writing --------------------------------------------------------------------------------------------
+namespace detail {
+inline json op_json(const std::string& id, const std::string& type, const std::vector<std::string>& ins,
+                    const std::vector<std::string>& outs, op_phase ph, double cost, std::int64_t ws) {
+  json o;
+  o["id"] = id;
+  o["op"] = type;
+  o["inputs"] = ins;
+  o["outputs"] = outs;
+  o["phase"] = std::string(to_string(ph));
+  if (cost != 0.0) o["cost"] = cost;
+  if (ws != 0) o["workspace"] = ws;
+  return o;
+}
+inline json header(const std::string& name) {
+  json j;
+  j["format"] = std::string(graph_format_name);
+  j["version"] = graph_format_version;
+  j["name"] = name;
+  return j;
+}
+}  // namespace detail
+
+// A problem as a graph document (the given order is the op id order).
+inline json write_graph(const problem& p) {
+  json j = detail::header(p.name());
+  json ts = json::array();
+  for (tensor_id t = 0; t < p.num_tensors(); ++t) {
+    json x;
+    x["id"] = p.tensor_name(t);
+    x["bytes"] = p.bytes(t);
+    x["kind"] = std::string(to_string(p.kind(t)));
+    if (p.inplace_of(t) != no_id) x["inplace_of"] = p.tensor_name(p.inplace_of(t));
+    ts.push_back(std::move(x));
+  }
+  json os = json::array();
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    std::vector<std::string> ins, outs;
+    for (auto t : p.inputs(o)) ins.push_back(p.tensor_name(t));
+    for (auto t : p.outputs(o)) outs.push_back(p.tensor_name(t));
+    os.push_back(detail::op_json(p.op_name(o), p.op_type(o), ins, outs, p.phase(o), p.cost(o), p.workspace(o)));
+  }
+  j["tensors"] = std::move(ts);
+  j["ops"] = std::move(os);
+  return j;
+}
+
+// A dataflow_graph as a graph document, with shapes and dtypes where the graph has them.
+inline json write_graph(const graph::dataflow_graph& g) {
+  json j = detail::header(g.name());
+  json ts = json::array();
+  for (auto t : g.tensors()) {
+    json x;
+    x["id"] = *g.tensor_name(t);
+    x["bytes"] = g.tensor_bytes(t);
+    const auto& a = g.tensor_attrs(t);
+    if (!a.shape.empty()) x["shape"] = a.shape;
+    if (!a.dtype.empty()) x["dtype"] = a.dtype;
+    x["kind"] = std::string(to_string(g.tensor_kind_of(t)));
+    if (auto b = g.inplace_of(t)) x["inplace_of"] = *g.tensor_name(*b);
+    ts.push_back(std::move(x));
+  }
+  json os = json::array();
+  for (auto o : g.ops()) {
+    std::vector<std::string> ins, outs;
+    for (auto t : g.inputs(o)) ins.push_back(*g.tensor_name(t));
+    for (auto t : g.outputs(o)) outs.push_back(*g.tensor_name(t));
+    os.push_back(detail::op_json(*g.op_name(o), g.op_type(o), ins, outs, g.op_phase_of(o), g.op_cost(o), g.op_workspace(o)));
+  }
+  j["tensors"] = std::move(ts);
+  j["ops"] = std::move(os);
+  return j;
+}
+
+// Writes any JSON document to a file (.gz: gzip'd), compact, or indented when indent >= 0.
+inline void save_json(const std::string& path, const json& j, int indent = -1) {
+  write_text_file(path, j.dump(indent) + "\n");
+}
+
+}  // namespace memplan::io

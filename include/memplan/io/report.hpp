@@ -1,0 +1,111 @@
+#pragma once
+// io::report: the figures of one planning run, as the CLI prints them and writes them as JSON
+// (io/plan_json.hpp: report_to_json). std only.
+#include <cstdint>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <memplan/core/plan.hpp>
+#include <memplan/core/problem.hpp>
+
+namespace memplan::io {
+
+struct report {
+  std::string graph;                 // the graph's name
+  std::int32_t ops = 0, tensors = 0;
+  std::int64_t total_bytes = 0;      // sum of all tensor sizes
+  std::int64_t resident_bytes = 0;   // storages live for the whole run
+  std::int64_t given_peak = -1;      // peak of the graph's given order (-1: not known)
+  std::int64_t planned_peak = 0;     // max live bytes of the plan
+  std::int64_t arena_bytes = 0;      // size of the one arena (>= planned_peak)
+  double fragmentation = 0.0;        // (arena - planned_peak) / arena
+  std::int64_t lower_bound = 0;      // valid lower bound on the peak of any order
+  double gap = 0.0;                  // (planned_peak - lower_bound) / planned_peak
+  double reduction = 0.0;            // (given_peak - planned_peak) / given_peak; 0 when given_peak unknown
+  double plan_seconds = 0.0;         // wall time of the whole planning run
+  double schedule_seconds = 0.0, place_seconds = 0.0;
+  std::string scheduler, placer;     // the policies that produced the plan (best_of: the winner)
+  std::int64_t alignment = 1;
+  std::int64_t capacity = -1;        // arena limit asked for, -1: none
+  std::int64_t steps = 0;            // plan steps (compute + recompute + offload + prefetch + free)
+  double recompute_cost = 0.0;
+  std::int64_t transfer_bytes = 0;
+  bool verified = false;             // memplan::verify accepted the plan
+  std::vector<std::string> notes;    // fallbacks, limits hit, in words
+};
+
+inline report make_report(const problem& p, const memory_plan& mp, double plan_seconds = 0.0, bool verified = false) {
+  report r;
+  const auto& st = mp.stats;
+  r.graph = p.name();
+  r.ops = p.num_ops();
+  r.tensors = p.num_tensors();
+  for (tensor_id t = 0; t < p.num_tensors(); ++t) r.total_bytes += p.bytes(t);
+  r.resident_bytes = p.resident_bytes();
+  r.given_peak = st.given_peak;
+  r.planned_peak = st.peak;
+  r.arena_bytes = mp.arena;
+  r.fragmentation = mp.arena > 0 ? static_cast<double>(mp.arena - st.peak) / static_cast<double>(mp.arena) : 0.0;
+  r.lower_bound = st.lower_bound;
+  r.gap = st.peak > 0 ? static_cast<double>(st.peak - st.lower_bound) / static_cast<double>(st.peak) : 0.0;
+  r.reduction = st.given_peak > 0 ? static_cast<double>(st.given_peak - st.peak) / static_cast<double>(st.given_peak) : 0.0;
+  r.plan_seconds = plan_seconds;
+  r.schedule_seconds = st.schedule_seconds;
+  r.place_seconds = st.place_seconds;
+  r.scheduler = st.scheduler;
+  r.placer = st.placer;
+  r.alignment = mp.alignment;
+  r.steps = static_cast<std::int64_t>(mp.steps.size());
+  r.recompute_cost = st.recompute_cost;
+  r.transfer_bytes = st.transfer_bytes;
+  r.verified = verified;
+  r.notes = st.notes;
+  return r;
+}
+
+// "746.23 MiB", "512 B", "1.50 GiB".
+inline std::string human_bytes(std::int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while ((v >= 1024.0 || v <= -1024.0) && u < 4) { v /= 1024.0; ++u; }
+  char buf[64];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+inline std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %%", 100.0 * x);
+  return buf;
+}
+
+// The human report of `memplan plan`.
+inline void print_report(std::ostream& os, const report& r) {
+  auto bytes = [](std::int64_t b) { return human_bytes(b) + " (" + std::to_string(b) + " B)"; };
+  char secs[96];
+  std::snprintf(secs, sizeof secs, "%.3f s (schedule %.3f s, place %.3f s)", r.plan_seconds, r.schedule_seconds, r.place_seconds);
+  os << "graph          " << r.graph << ": " << r.ops << " ops, " << r.tensors << " tensors, " << human_bytes(r.total_bytes)
+     << " in all, " << human_bytes(r.resident_bytes) << " resident\n";
+  if (r.given_peak >= 0) os << "given order    peak " << bytes(r.given_peak) << "\n";
+  else os << "given order    peak not computed (the given order does not run)\n";
+  os << "planned        peak " << bytes(r.planned_peak);
+  if (r.given_peak > 0) os << ", " << percent(r.reduction) << " below the given order";
+  os << "\n";
+  os << "lower bound    " << bytes(r.lower_bound) << ", gap " << percent(r.gap) << "\n";
+  os << "arena          " << bytes(r.arena_bytes) << ", fragmentation " << percent(r.fragmentation) << ", alignment "
+     << r.alignment;
+  if (r.capacity >= 0) os << ", capacity " << bytes(r.capacity);
+  os << "\n";
+  if (r.recompute_cost > 0 || r.transfer_bytes > 0)
+    os << "overheads      recompute cost " << r.recompute_cost << ", transfers " << bytes(r.transfer_bytes) << "\n";
+  os << "time           " << secs << "\n";
+  os << "policies       scheduler " << r.scheduler << ", placer " << r.placer << "\n";
+  os << "verified       " << (r.verified ? "yes (memplan::verify accepted the plan)" : "no") << "\n";
+  for (const auto& n : r.notes) os << "note           " << n << "\n";
+}
+
+}  // namespace memplan::io

@@ -1,0 +1,304 @@
+#pragma once
+// SVG heap map of a memory plan: time (op steps) on x, arena addresses on y, one rectangle per live
+// interval of a storage (and per op workspace), coloured by tensor kind, with a legend, axes in
+// B/KiB/MiB/GiB, the graph's name in the title, the live-bytes curve, and lines at the plan's peak
+// and arena size. Rectangles carry no text but a <title> tooltip, so 10k tensors stay readable.
+// std only.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <memplan/core/error.hpp>
+#include <memplan/core/plan.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/io/report.hpp>
+
+namespace memplan::io {
+
+// One rectangle: bytes [offset, offset + bytes) are held during op steps [begin, end).
+struct heap_block {
+  std::int64_t begin = 0, end = 0;
+  std::int64_t offset = 0, bytes = 0;
+  tensor_id tensor = no_id;    // the storage's root tensor, no_id for a workspace
+  op_id workspace_of = no_id;  // the op whose workspace it is, no_id for a storage
+};
+
+// The live intervals of a plan. Time is counted in op steps (compute and recompute); a storage
+// allocated by the op at step k starts at k, one freed (or offloaded) after step k ends at k + 1,
+// one prefetched before step k starts at k. Preexisting storages start at 0; storages still live at
+// the end end at the number of op steps. Blocks come in order of their start, then of their storage.
+inline std::vector<heap_block> heap_blocks(const problem& p, const memory_plan& mp) {
+  const auto ns = static_cast<std::size_t>(p.num_storages());
+  if (mp.offsets.size() != static_cast<std::size_t>(p.num_tensors()) || mp.workspace_offsets.size() != static_cast<std::size_t>(p.num_ops()))
+    throw error(errc::invalid_argument, "heap map: the plan does not belong to graph '" + p.name() + "' (offset counts differ)");
+  std::vector<std::int64_t> open(ns, -1);
+  std::vector<heap_block> out;
+  auto offset_of = [&](std::size_t s) { return mp.offsets[static_cast<std::size_t>(p.storage_root(static_cast<storage_id>(s)))]; };
+  auto close = [&](std::size_t s, std::int64_t at) {
+    if (open[s] < 0) return;
+    if (at > open[s]) {
+      const auto sid = static_cast<storage_id>(s);
+      out.push_back({open[s], at, offset_of(s), p.storage_bytes(sid), p.storage_root(sid), no_id});
+    }
+    open[s] = -1;
+  };
+  for (std::size_t s = 0; s < ns; ++s)
+    if (p.preexisting(static_cast<storage_id>(s)) && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = 0;
+  std::int64_t k = 0;  // op steps done
+  for (const auto& st : mp.steps) {
+    switch (st.kind) {
+      case step_kind::compute:
+      case step_kind::recompute: {
+        if (st.id < 0 || st.id >= p.num_ops()) throw error(errc::invalid_argument, "heap map: step names op id " + std::to_string(st.id));
+        for (auto t : p.outputs(st.id)) {
+          const auto s = static_cast<std::size_t>(p.storage_of(t));
+          if (open[s] < 0 && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = k;
+        }
+        if (p.workspace(st.id) > 0)
+          out.push_back({k, k + 1, mp.workspace_offsets[static_cast<std::size_t>(st.id)], p.workspace(st.id), no_id, st.id});
+        ++k;
+        break;
+      }
+      case step_kind::free:
+      case step_kind::offload:
+        if (st.id < 0 || st.id >= p.num_tensors()) throw error(errc::invalid_argument, "heap map: step names tensor id " + std::to_string(st.id));
+        close(static_cast<std::size_t>(p.storage_of(st.id)), k);
+        break;
+      case step_kind::prefetch: {
+        if (st.id < 0 || st.id >= p.num_tensors()) throw error(errc::invalid_argument, "heap map: step names tensor id " + std::to_string(st.id));
+        const auto s = static_cast<std::size_t>(p.storage_of(st.id));
+        if (open[s] < 0 && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = k;
+        break;
+      }
+    }
+  }
+  for (std::size_t s = 0; s < ns; ++s) close(s, std::max<std::int64_t>(k, open[s] + 1));
+  std::stable_sort(out.begin(), out.end(), [](const heap_block& a, const heap_block& b) { return a.begin < b.begin; });
+  return out;
+}
+
+struct svg_options {
+  int width = 1280;           // pixels
+  int height = 720;
+  bool tooltips = true;       // a <title> per rectangle (tensor name, bytes, offset, steps)
+  bool live_curve = true;     // the live-bytes step curve
+  std::string title;          // empty: "<graph name>: heap map"
+};
+
+namespace detail {
+
+inline std::string xml_escape(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default:
+        // Control characters are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') o += ' ';
+        else o += c;
+    }
+  }
+  return o;
+}
+
+inline std::string num(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", x);
+  return b;
+}
+
+// Colours (Tableau 10) per tensor kind; workspaces get their own.
+inline const char* kind_colour(tensor_kind k) {
+  switch (k) {
+    case tensor_kind::input: return "#4e79a7";
+    case tensor_kind::weight: return "#59a14f";
+    case tensor_kind::activation: return "#f28e2b";
+    case tensor_kind::gradient: return "#e15759";
+    case tensor_kind::optimizer_state: return "#b07aa1";
+    case tensor_kind::output: return "#76b7b2";
+    case tensor_kind::control: return "#bab0ac";
+  }
+  return "#bab0ac";
+}
+inline constexpr const char* workspace_colour = "#9c755f";
+
+// A 1-2-5 tick step covering `range` with about `want` ticks.
+inline double nice_step(double range, int want) {
+  if (range <= 0) return 1;
+  const double raw = range / want;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+}  // namespace detail
+
+// The heap map as an SVG document.
+inline std::string heap_svg(const problem& p, const memory_plan& mp, const svg_options& opt = {}) {
+  using detail::num;
+  const auto blocks = heap_blocks(p, mp);
+  std::int64_t steps = 0;
+  for (const auto& s : mp.steps) steps += (s.kind == step_kind::compute || s.kind == step_kind::recompute) ? 1 : 0;
+  for (const auto& b : blocks) steps = std::max(steps, b.end);
+  steps = std::max<std::int64_t>(steps, 1);
+  std::int64_t top_bytes = std::max<std::int64_t>({mp.arena, mp.stats.peak, 1});
+  for (const auto& b : blocks) top_bytes = std::max(top_bytes, b.offset + b.bytes);
+
+  const double W = std::max(opt.width, 400), H = std::max(opt.height, 300);
+  const double left = 90, right = 190, top = 64, bottom = 56;
+  const double pw = W - left - right, ph = H - top - bottom;
+  const double ymax = static_cast<double>(top_bytes) * 1.04;
+  const double sx = pw / static_cast<double>(steps), sy = ph / ymax;
+  auto X = [&](double step) { return left + step * sx; };
+  auto Y = [&](double bytes) { return top + ph - bytes * sy; };
+
+  // Unit of the address axis.
+  const char* unit = "B";
+  double unit_bytes = 1;
+  for (auto [u, b] : {std::pair{"KiB", 1024.0}, std::pair{"MiB", 1048576.0}, std::pair{"GiB", 1073741824.0}})
+    if (static_cast<double>(top_bytes) >= 2 * b) { unit = u; unit_bytes = b; }
+
+  std::string s;
+  s.reserve(256 + blocks.size() * 160);
+  s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " +
+       num(H) + "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>\n";
+  const auto title = opt.title.empty() ? p.name() + ": heap map" : opt.title;
+  s += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + detail::xml_escape(title) + "</text>\n";
+  std::string sub = std::to_string(p.num_ops()) + " ops, " + std::to_string(p.num_tensors()) + " tensors; peak " +
+                    human_bytes(mp.stats.peak) + ", arena " + human_bytes(mp.arena);
+  if (mp.stats.given_peak > 0) sub += ", given order " + human_bytes(mp.stats.given_peak);
+  if (!mp.stats.scheduler.empty() || !mp.stats.placer.empty())
+    sub += "; scheduler " + mp.stats.scheduler + ", placer " + mp.stats.placer;
+  s += "<text x=\"" + num(left) + "\" y=\"44\" fill=\"#444444\">" + detail::xml_escape(sub) + "</text>\n";
+
+  // Plot frame and grid.
+  s += "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
+  const double ystep = detail::nice_step(ymax / unit_bytes, 8);
+  std::string ylabels;
+  for (double v = 0; v * unit_bytes <= ymax; v += ystep) {
+    const double y = Y(v * unit_bytes);
+    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) + "\"/>\n";
+    char lb[48];
+    std::snprintf(lb, sizeof lb, ystep < 1 ? "%.1f" : "%.0f", v);
+    ylabels += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" + lb + "</text>\n";
+  }
+  const double xstep = std::max(1.0, detail::nice_step(static_cast<double>(steps), 10));
+  std::string xlabels;
+  for (double v = 0; v <= static_cast<double>(steps) + 1e-9; v += xstep) {
+    const double x = X(v);
+    s += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(top + ph) + "\"/>\n";
+    xlabels += "<text x=\"" + num(x) + "\" y=\"" + num(top + ph + 16) + "\" text-anchor=\"middle\">" +
+               std::to_string(static_cast<long long>(v)) + "</text>\n";
+  }
+  s += "</g>\n";
+  s += "<g fill=\"#333333\">\n" + ylabels + xlabels + "</g>\n";
+  s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 14) + "\" text-anchor=\"middle\">op step (" +
+       std::to_string(steps) + " steps)</text>\n";
+  s += "<text transform=\"translate(22," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">address (" + unit +
+       ")</text>\n";
+
+  // The blocks: no stroke (thin rectangles stay visible as fills), tooltips only.
+  bool kind_used[7] = {};
+  bool ws_used = false;
+  s += "<g shape-rendering=\"crispEdges\">\n";
+  for (const auto& b : blocks) {
+    const char* colour = detail::workspace_colour;
+    std::string what;
+    if (b.tensor != no_id) {
+      const auto k = p.kind(b.tensor);
+      colour = detail::kind_colour(k);
+      kind_used[static_cast<int>(k)] = true;
+      if (opt.tooltips) {
+        what = p.tensor_name(b.tensor);
+        for (auto t : p.storage_tensors(p.storage_of(b.tensor)))
+          if (t != b.tensor) what += " = " + p.tensor_name(t);
+        what += " (" + std::string(to_string(k)) + ")";
+      }
+    } else {
+      ws_used = true;
+      if (opt.tooltips) what = "workspace of " + p.op_name(b.workspace_of);
+    }
+    const double x = X(static_cast<double>(b.begin)), y = Y(static_cast<double>(b.offset + b.bytes));
+    const double w = std::max(0.2, static_cast<double>(b.end - b.begin) * sx);
+    const double h = std::max(0.0, static_cast<double>(b.bytes) * sy);
+    s += "<rect class=\"b\" x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"" +
+         colour + "\"";
+    if (opt.tooltips) {
+      s += "><title>" + detail::xml_escape(what) + ": " + human_bytes(b.bytes) + " at offset " + std::to_string(b.offset) +
+           ", steps " + std::to_string(b.begin) + "-" + std::to_string(b.end - 1) + "</title></rect>\n";
+    } else {
+      s += "/>\n";
+    }
+  }
+  s += "</g>\n";
+
+  // Live bytes per op step (a step curve).
+  if (opt.live_curve && !blocks.empty()) {
+    std::vector<std::int64_t> diff(static_cast<std::size_t>(steps) + 1, 0);
+    for (const auto& b : blocks) {
+      diff[static_cast<std::size_t>(b.begin)] += b.bytes;
+      diff[static_cast<std::size_t>(std::min(b.end, steps))] -= b.bytes;
+    }
+    std::string pts;
+    std::int64_t cur = 0;
+    for (std::int64_t i = 0; i < steps; ++i) {
+      cur += diff[static_cast<std::size_t>(i)];
+      const auto y = num(Y(static_cast<double>(cur)));
+      pts += num(X(static_cast<double>(i))) + "," + y + " " + num(X(static_cast<double>(i + 1))) + "," + y + " ";
+    }
+    s += "<polyline fill=\"none\" stroke=\"#222222\" stroke-width=\"1\" stroke-opacity=\"0.7\" points=\"" + pts + "\"/>\n";
+  }
+
+  // Peak and arena lines.
+  auto hline = [&](std::int64_t bytes, const char* colour, const char* dash, const std::string& label, double dy) {
+    const double y = Y(static_cast<double>(bytes));
+    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) + "\" stroke=\"" + colour +
+         "\" stroke-width=\"1.5\"" + (dash[0] ? std::string(" stroke-dasharray=\"") + dash + "\"" : std::string()) + "/>\n";
+    // Inside the plot, right-aligned, with a white halo so that it reads over the blocks.
+    s += "<text x=\"" + num(left + pw - 4) + "\" y=\"" + num(y + dy) + "\" text-anchor=\"end\" fill=\"" + colour +
+         "\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">" + detail::xml_escape(label) + "</text>\n";
+  };
+  // The arena label sits above its line, the peak label below its own.
+  hline(mp.arena, "#000000", "", "arena " + human_bytes(mp.arena), -4);
+  hline(mp.stats.peak, "#d62728", "6,3", "peak " + human_bytes(mp.stats.peak), 13);
+  s += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+       "\" fill=\"none\" stroke=\"#888888\"/>\n";
+
+  // Legend.
+  double ly = top + 40;
+  s += "<g>\n<text x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly - 8) + "\" font-weight=\"bold\">tensor kind</text>\n";
+  auto entry = [&](const char* colour, std::string_view label) {
+    s += "<rect class=\"legend\" x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>\n";
+    s += "<text x=\"" + num(left + pw + 30) + "\" y=\"" + num(ly + 10) + "\">" + std::string(label) + "</text>\n";
+    ly += 18;
+  };
+  for (auto k : {tensor_kind::input, tensor_kind::weight, tensor_kind::activation, tensor_kind::gradient,
+                 tensor_kind::optimizer_state, tensor_kind::output, tensor_kind::control})
+    if (kind_used[static_cast<int>(k)]) entry(detail::kind_colour(k), to_string(k));
+  if (ws_used) entry(detail::workspace_colour, "workspace");
+  s += "</g>\n</svg>\n";
+  return s;
+}
+
+inline void write_heap_svg(const std::string& path, const problem& p, const memory_plan& mp, const svg_options& opt = {}) {
+  const auto text = heap_svg(p, mp, opt);
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
+  out << text;
+  if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
+}
+
+}  // namespace memplan::io
