@@ -50,7 +50,7 @@ what becomes what:
   random ops (native_dropout, bernoulli_, rand, ...) are ordinary ops; the values are not fixed.
 
 tensor kinds:
-  input: the data batch and the labels (int64); weight: parameters and buffers (batch norm running
+  input: the data batch and the labels (int64; not in inference graphs); weight: parameters and buffers (batch norm running
   stats and num_batches_tracked); optimizer_state: momentum buffers; output: the loss (train) or
   the logits (inference); activation: values made in the forward phase; gradient: values made in
   the backward and update phases. In-place versions of resident tensors keep the resident kind.
@@ -386,6 +386,8 @@ def convert(gm, names, boundaries, graph_name, meta):
         key = _storage_key(val)
         if key in storage:
             raise RuntimeError(f"inputs {storage[key]['current']!r} and {tid!r} share storage")
+        if kind == "input" and not node.users:
+            continue  # a data input the step never reads (the labels in inference mode)
         new_tensor(tid, val, kind)
         storage[key] = {"current": tid, "root": tid, "resident": kind}
         node_key[node] = key
@@ -564,9 +566,10 @@ def export(args):
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="export_torch.py",
-        description="Trace one training step (forward, cross-entropy loss, backward, SGD update) or one "
-                    "inference pass of a torchvision model into a memplan graph (JSON, gzipped if the "
-                    "output name ends in .gz).",
+        description="Trace one training step (forward, cross-entropy loss, backward, SGD update) or one\n"
+                    "inference pass of a torchvision model into a memplan graph (format version 1; JSON,\n"
+                    "gzipped if the output name ends in .gz). Exits 1 with a message on an unknown model,\n"
+                    "a model that fails to trace, or a graph that fails the built-in format check.",
         epilog=LIMITATIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="torchvision.models classification model name, or 'transformer'")
     p.add_argument("--batch", type=int, default=32, help="batch size (default 32)")
@@ -575,7 +578,7 @@ def main(argv=None):
                    help="input height = width (default 224, 299 for inception_v3; ignored for transformer)")
     p.add_argument("--seq-len", type=int, default=128, help="sequence length for 'transformer' (default 128)")
     p.add_argument("--optimizer", choices=["sgd", "momentum"], default="sgd",
-                   help="parameter update of the training step (default sgd)")
+                   help="parameter update of the training step (default sgd; ignored in inference)")
     p.add_argument("--no-aux", action="store_true",
                    help="build googlenet/inception_v3 with aux_logits=False")
     p.add_argument("-o", "--output", help="output file (.json or .json.gz)")
