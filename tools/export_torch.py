@@ -364,7 +364,8 @@ def convert(gm, names, boundaries, graph_name, meta):
 
     tensors = []            # output list, in creation order
     tensor_of = {}          # id -> dict
-    storage = {}            # storage key -> {"current": tensor id, "kind": resident kind or None}
+    storage = {}            # storage key -> {"current": latest version id, "root": first tensor id,
+    #                                          "resident": resident kind or None}
     node_key = {}           # fx node -> storage key (nodes with a tensor value)
     ops = []
 
@@ -406,9 +407,7 @@ def convert(gm, names, boundaries, graph_name, meta):
             if not isinstance(val, torch.Tensor):
                 continue
             tid = "const." + node.target
-            shape = list(val.shape)
-            tensors.append({"id": tid, "bytes": _numel(shape) * val.element_size(), "shape": shape,
-                            "dtype": _dtype_name(val.dtype), "kind": "input"})
+            new_tensor(tid, val, "input")
             key = ("const", node.target)
             storage[key] = {"current": tid, "root": tid, "resident": "input"}
             node_key[node] = key
@@ -430,13 +429,14 @@ def convert(gm, names, boundaries, graph_name, meta):
         # the op's tensor outputs, in return order (tuple outputs come back through getitem nodes)
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
-            out_vals = [val]
+            out_items = [(0, val)]
         else:
             items = {}
             for u in node.users:
                 if u.op == "call_function" and u.target is operator.getitem:
                     items[u.args[1]] = tensor_val(u)
-            out_vals = [items[k] for k in sorted(items)] if items else []
+            out_items = sorted(items.items())
+        out_vals = [v for _, v in out_items]
         in_nodes = [a for a in _flatten(list(node.args) + list(node.kwargs.values()))
                     if isinstance(a, Node) and a in node_key]
         in_vals = [tensor_val(a) for a in in_nodes]
@@ -456,13 +456,14 @@ def convert(gm, names, boundaries, graph_name, meta):
                     written_keys.append(node_key[b])
         ph = phase_of(node)
         op_id = f"o{len(ops)}"
-        pending = []  # (val, kind, inplace_of, key)
-        for k, v in enumerate(out_vals):
+        pending = []  # (val, storage key, return index) of outputs in new storage
+        for k, v in out_items:
             if v is None:
                 continue  # None outputs are dropped
             key = _storage_key(v)
             if key in storage:
-                info = returns[k].alias_info if k < len(returns) else None
+                # the return's annotation (a list return, e.g. split's Tensor(a)[], has one entry)
+                info = returns[min(k, len(returns) - 1)].alias_info if returns else None
                 if (info is not None and info.is_write) or key in written_keys:
                     if key not in written_keys:
                         written_keys.append(key)

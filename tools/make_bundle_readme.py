@@ -27,7 +27,10 @@ made and what the exporter maps: docs/exporter.md.
   PyTorch itself refuses to batch-normalise the aux branch's 1x1 map in training); googlenet keeps
   its aux classifiers and the loss is main + 0.3 * (aux1 + aux2).
 - `transformer`: 2-layer `nn.TransformerEncoder` (d_model 256, 8 heads, feed-forward 2048,
-  dropout 0.1), input [batch, 128, 256], mean over the sequence, `Linear(256, 1000)`.
+  dropout 0.1), input [batch, 128, 256], mean over the sequence, `Linear(256, 1000)`. Its op counts
+  differ between batch 1 and 32 because PyTorch's dispatch does: at batch 1 more tensors are
+  already contiguous, so some `linear`s run as one `addmm` and some `clone`s are not needed; at
+  batch 32 they run as `mm` + `add` and copy.
 - `cost` is FLOPs (2 per multiply-add for convolutions and matrix products, one per element
   otherwise); `workspace` is 0. Batch-norm running statistics are `weight` tensors.
 
