@@ -113,18 +113,18 @@ TEST_CASE("learning: MLP with SGD + momentum on two spirals reaches >= 90% in 30
   CHECK(acc >= 0.90);
 }
 
-TEST_CASE("learning: residual CNN on 16x16 shapes reaches >= 90% test accuracy in 150 Adam steps") {
+TEST_CASE("learning: residual CNN on 16x16 shapes reaches >= 90% test accuracy in 80 Adam steps") {
   auto m = models::cnn({.batch = 32}, adam{0.01f});
   float loss = 0;
-  const double acc = train_and_evaluate(m, shapes16{}, 150, 8, &loss);
+  const double acc = train_and_evaluate(m, shapes16{}, 80, 8, &loss);
   MESSAGE("shapes16 CNN: test accuracy " << acc << ", final training loss " << loss);
   CHECK(acc >= 0.90);
 }
 
-TEST_CASE("learning: transformer on repeated-token sequences reaches >= 85% test accuracy in 1500 Adam steps") {
+TEST_CASE("learning: transformer on repeated-token sequences reaches >= 85% test accuracy in 800 Adam steps") {
   auto m = models::transformer({.batch = 32, .length = 8, .vocab = 16, .dim = 32, .heads = 2, .mlp_hidden = 64}, adam{0.003f});
   float loss = 0;
-  const double acc = train_and_evaluate(m, repeated_token{8, 16}, 1500, 16, &loss);
+  const double acc = train_and_evaluate(m, repeated_token{8, 16}, 800, 16, &loss);
   MESSAGE("repeated-token transformer: test accuracy " << acc << ", final training loss " << loss);
   CHECK(acc >= 0.85);
 }
