@@ -73,7 +73,8 @@ TEST_CASE("grad: relu, sigmoid, tanh") {
 }
 
 TEST_CASE("grad: conv2d with padding, stride and bias") {
-  for (auto [stride, pad] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 0}, {2, 1}}) {
+  for (auto sp : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 0}, {2, 1}}) {
+    const std::int64_t stride = sp.first, pad = sp.second;  // (structured bindings cannot be captured in C++20)
     CAPTURE(stride);
     CAPTURE(pad);
     tape t;
