@@ -38,7 +38,7 @@ struct chain_params {
     c.y_bytes.assign(layers + 1, y);
     c.ex_f.assign(layers, ex_f);
     c.ex_b.assign(layers, ex_b);
-    c.name = "chain" + std::to_string(layers);
+    c.name = std::string("chain").append(std::to_string(layers));
     return c;
   }
 
@@ -47,7 +47,7 @@ struct chain_params {
   static chain_params from_resnet(const resnet_config& c, double flops_per_second = 14e12) {
     if (flops_per_second <= 0) throw error(errc::invalid_argument, "zoo::chain: flops_per_second must be positive");
     chain_params p;
-    p.name = "chain-resnet" + std::to_string(c.depth()) + "-i" + std::to_string(c.image) + "-b" + std::to_string(c.batch);
+    p.name = std::string("chain-resnet").append(std::to_string(c.depth())) + std::string("-i").append(std::to_string(c.image)) + std::string("-b").append(std::to_string(c.batch));
     const auto N = c.batch;
     auto act = [&](std::int64_t ch, std::int64_t hw) { return N * ch * hw * hw * float32_bytes; };
     auto conv_flops = [&](std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t hw_out) {
@@ -107,22 +107,22 @@ inline graph::dataflow_graph chain(const chain_params& p) {
     throw error(errc::invalid_argument, "zoo::chain: u_f/u_b/ex_f/ex_b need L entries and x_bytes/y_bytes L + 1 (L = " +
                                             std::to_string(L) + ")");
   for (std::size_t i = 0; i < L; ++i)
-    if (p.u_f[i] < 0 || p.u_b[i] < 0) throw error(errc::invalid_argument, "zoo::chain: negative time at layer " + std::to_string(i));
+    if (p.u_f[i] < 0 || p.u_b[i] < 0) throw error(errc::invalid_argument, std::string("zoo::chain: negative time at layer ").append(std::to_string(i)));
   graph::dataflow_graph g(p.name);
-  auto xn = [](std::size_t i) { return "x" + std::to_string(i); };
-  auto yn = [](std::size_t i) { return "y" + std::to_string(i); };
+  auto xn = [](std::size_t i) { return std::string("x").append(std::to_string(i)); };
+  auto yn = [](std::size_t i) { return std::string("y").append(std::to_string(i)); };
   std::vector<graph::tensor_ref> x, y(L + 1);
   x.push_back(g.add_tensor(xn(0), p.x_bytes[0], tensor_kind::input));
   for (std::size_t i = 0; i < L; ++i) {
     x.push_back(g.add_tensor(xn(i + 1), p.x_bytes[i + 1], tensor_kind::activation));
-    g.add_op("F" + std::to_string(i), {x[i]}, {x[i + 1]},
+    g.add_op(std::string("F").append(std::to_string(i)), {x[i]}, {x[i + 1]},
              {"forward", op_phase::forward, p.u_f[i], p.ex_f.empty() ? 0 : p.ex_f[i]});
   }
   y[L] = g.add_tensor(yn(L), p.y_bytes[L], tensor_kind::gradient);
   g.add_op("loss", {x[L]}, {y[L]}, {"loss", op_phase::backward, 0.0, 0});
   for (std::size_t k = L; k-- > 0;) {
     y[k] = g.add_tensor(yn(k), p.y_bytes[k], k == 0 ? tensor_kind::output : tensor_kind::gradient);
-    g.add_op("B" + std::to_string(k), {x[k + 1], x[k], y[k + 1]}, {y[k]},
+    g.add_op(std::string("B").append(std::to_string(k)), {x[k + 1], x[k], y[k + 1]}, {y[k]},
              {"backward", op_phase::backward, p.u_b[k], p.ex_b.empty() ? 0 : p.ex_b[k]});
   }
   return g;

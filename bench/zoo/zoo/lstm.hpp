@@ -31,13 +31,13 @@ struct lstm_config {
 inline graph::dataflow_graph lstm(const lstm_config& c) {
   if (c.layers < 1 || c.hidden < 1 || c.batch < 1 || c.input < 1 || c.classes < 1 || c.steps < 1)
     throw error(errc::invalid_argument, "zoo::lstm: every dimension must be positive");
-  training_builder b("lstm" + std::to_string(c.layers) + "x" + std::to_string(c.hidden) + "-t" + std::to_string(c.steps) +
-                     "-train-b" + std::to_string(c.batch));
+  training_builder b(std::string("lstm").append(std::to_string(c.layers)) + std::string("x").append(std::to_string(c.hidden)) + std::string("-t").append(std::to_string(c.steps)) +
+                     std::string("-train-b").append(std::to_string(c.batch)));
   const auto B = c.batch, H = c.hidden;
   struct layer_weights { tensor_ref w_ih, w_hh, b_ih; };
   std::vector<layer_weights> lw;
   for (std::int64_t l = 0; l < c.layers; ++l) {
-    const auto n = "lstm" + std::to_string(l);
+    const auto n = std::string("lstm").append(std::to_string(l));
     const auto in = l == 0 ? c.input : H;
     lw.push_back({b.weight(n + ".weight_ih", {4 * H, in}), b.weight(n + ".weight_hh", {4 * H, H}),
                   b.weight(n + ".bias", {4 * H})});
@@ -46,8 +46,8 @@ inline graph::dataflow_graph lstm(const lstm_config& c) {
   auto fc_b = b.weight("fc.bias", {c.classes});
   std::vector<tensor_ref> h, cell;
   for (std::int64_t l = 0; l < c.layers; ++l) {
-    h.push_back(b.input("h0." + std::to_string(l), {B, H}));
-    cell.push_back(b.input("c0." + std::to_string(l), {B, H}));
+    h.push_back(b.input(std::string("h0.").append(std::to_string(l)), {B, H}));
+    cell.push_back(b.input(std::string("c0.").append(std::to_string(l)), {B, H}));
   }
   std::vector<tensor_ref> losses;
   const double pointwise = 10.0 * static_cast<double>(B * 4 * H);
@@ -55,7 +55,7 @@ inline graph::dataflow_graph lstm(const lstm_config& c) {
     const auto ts = std::to_string(t);
     auto x = b.input("x." + ts, {B, c.input});
     for (std::int64_t l = 0; l < c.layers; ++l) {
-      const auto n = "t" + ts + ".l" + std::to_string(l);
+      const auto n = "t" + ts + std::string(".l").append(std::to_string(l));
       const auto& w = lw[static_cast<std::size_t>(l)];
       const auto in = l == 0 ? c.input : H;
       const double mm_ih = 2.0 * static_cast<double>(B * in) * static_cast<double>(4 * H);

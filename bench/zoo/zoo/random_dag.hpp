@@ -70,8 +70,8 @@ inline graph::dataflow_graph random_dag(const random_dag_config& c) {
     throw error(errc::invalid_argument, "zoo::random_dag: need layers, width, fan_in >= 1, 4 <= min_bytes <= max_bytes, "
                                         "weight_ratio >= 1, 0 <= skip_probability <= 1");
   splitmix64 rng(c.seed);
-  const auto name = "random-dag-l" + std::to_string(c.layers) + "-w" + std::to_string(c.width) + "-f" +
-                    std::to_string(c.fan_in) + "-s" + std::to_string(c.seed) + (c.training ? "-train" : "");
+  const auto name = std::string("random-dag-l").append(std::to_string(c.layers)) + std::string("-w").append(std::to_string(c.width)) + "-f" +
+                    std::to_string(c.fan_in) + std::string("-s").append(std::to_string(c.seed)) + (c.training ? "-train" : "");
   // Draw the structure first: sources and sizes per node, layer by layer.
   struct node { std::vector<std::int64_t> srcs; std::int64_t bytes; };
   std::vector<node> nodes;
@@ -97,7 +97,7 @@ inline graph::dataflow_graph random_dag(const random_dag_config& c) {
   for (const auto& n : nodes)
     for (auto s : n.srcs) consumed[static_cast<std::size_t>(s)] = true;
   auto op_name = [&](std::size_t i) {
-    return "n" + std::to_string(static_cast<std::int64_t>(i) / c.width) + "_" + std::to_string(static_cast<std::int64_t>(i) % c.width);
+    return std::string("n").append(std::to_string(static_cast<std::int64_t>(i) / c.width)) + std::string("_").append(std::to_string(static_cast<std::int64_t>(i) % c.width));
   };
   auto flops_of = [](std::int64_t out_bytes, std::size_t ins) {
     return 2.0 * static_cast<double>(out_bytes / float32_bytes) * static_cast<double>(ins);

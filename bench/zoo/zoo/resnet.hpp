@@ -56,7 +56,7 @@ struct resnet_config {
       default: break;
     }
     if (depth < 14 || (depth - 2) % 3 != 0)
-      throw error(errc::invalid_argument, "zoo::resnet: depth " + std::to_string(depth) +
+      throw error(errc::invalid_argument, std::string("zoo::resnet: depth ").append(std::to_string(depth)) +
                                               " is neither 18/34/50/101/152/200 nor 2 + 3k with k >= 4");
     const auto b = (depth - 2) / 3;
     c.units.assign(4, b / 4);
@@ -78,7 +78,7 @@ inline graph::dataflow_graph resnet(const resnet_config& c) {
   for (auto u : c.units)
     if (u < 1) throw error(errc::invalid_argument, "zoo::resnet: every stage needs at least one block");
   if (c.batch < 1 || c.image < 32 || c.classes < 1) throw error(errc::invalid_argument, "zoo::resnet: bad batch/image/classes");
-  training_builder b("resnet" + std::to_string(c.depth()) + "-train-b" + std::to_string(c.batch));
+  training_builder b(std::string("resnet").append(std::to_string(c.depth())) + std::string("-train-b").append(std::to_string(c.batch)));
   auto x = b.input("images", {c.batch, 3, c.image, c.image});
   auto target = b.input("labels", {c.batch}, int64_bytes);
   auto h = detail::conv_bn(b, "stem", x, c.base_width, 7, 2, 3, true);
@@ -88,7 +88,7 @@ inline graph::dataflow_graph resnet(const resnet_config& c) {
   for (std::size_t s = 0; s < 4; ++s) {
     const auto planes = c.base_width << s;
     for (std::int64_t u = 0; u < c.units[s]; ++u) {
-      const auto n = "layer" + std::to_string(s + 1) + "." + std::to_string(u);
+      const auto n = std::string("layer").append(std::to_string(s + 1)) + std::string(".").append(std::to_string(u));
       const std::int64_t stride = (u == 0 && s > 0) ? 2 : 1;
       const bool project = stride != 1 || channels != planes * expansion;
       tensor_ref y;

@@ -15,13 +15,13 @@ inline graph::dataflow_graph mlp(std::int64_t batch, const std::vector<std::int6
   if (dims.size() < 2) throw error(errc::invalid_argument, "zoo::mlp: need at least input and output widths");
   if (batch < 1) throw error(errc::invalid_argument, "zoo::mlp: batch must be positive");
   std::string name = "mlp";
-  for (auto d : dims) name += "-" + std::to_string(d);
-  training_builder b(name + "-train-b" + std::to_string(batch));
+  for (auto d : dims) name += std::string("-").append(std::to_string(d));
+  training_builder b(name + std::string("-train-b").append(std::to_string(batch)));
   auto h = b.input("x", {batch, dims[0]});
   auto target = b.input("labels", {batch}, int64_bytes);
   for (std::size_t i = 1; i < dims.size(); ++i) {
-    h = linear(b, "fc" + std::to_string(i), h, dims[i]);
-    if (i + 1 < dims.size()) h = relu(b, "relu" + std::to_string(i), h);
+    h = linear(b, std::string("fc").append(std::to_string(i)), h, dims[i]);
+    if (i + 1 < dims.size()) h = relu(b, std::string("relu").append(std::to_string(i)), h);
   }
   return b.finish(cross_entropy(b, "loss", h, target));
 }
@@ -39,12 +39,12 @@ inline graph::dataflow_graph cnn(const cnn_config& c) {
   if (c.batch < 1 || c.image < 1 || c.in_channels < 1 || c.classes < 1 || c.hidden < 1 || c.channels.empty())
     throw error(errc::invalid_argument, "zoo::cnn: bad configuration");
   if ((c.image >> c.channels.size()) < 1)
-    throw error(errc::invalid_argument, "zoo::cnn: the image is too small for " + std::to_string(c.channels.size()) + " pooling stages");
-  training_builder b("cnn-i" + std::to_string(c.image) + "-train-b" + std::to_string(c.batch));
+    throw error(errc::invalid_argument, std::string("zoo::cnn: the image is too small for ").append(std::to_string(c.channels.size())) + " pooling stages");
+  training_builder b(std::string("cnn-i").append(std::to_string(c.image)) + std::string("-train-b").append(std::to_string(c.batch)));
   auto h = b.input("images", {c.batch, c.in_channels, c.image, c.image});
   auto target = b.input("labels", {c.batch}, int64_bytes);
   for (std::size_t s = 0; s < c.channels.size(); ++s) {
-    const auto n = "block" + std::to_string(s + 1);
+    const auto n = std::string("block").append(std::to_string(s + 1));
     h = relu(b, n + ".relu", batch_norm(b, n + ".bn", conv2d(b, n + ".conv", h, c.channels[s], 3, 1, 1)));
     h = max_pool2d(b, n + ".pool", h, 2, 2);
   }

@@ -91,7 +91,7 @@ class training_builder {
       check_index(spec, i, spec.inputs.size(), "pass-through input");
       const auto& o = spec.outputs[0];
       if (g_.tensor_bytes(spec.inputs[i]) != elements(o.shape) * o.elem_bytes)
-        throw error(errc::invalid_argument, "zoo: op '" + spec.name + "': pass-through input " + std::to_string(i) +
+        throw error(errc::invalid_argument, "zoo: op '" + spec.name + std::string("': pass-through input ").append(std::to_string(i)) +
                                                 " and output 0 differ in size");
     }
     std::vector<graph::tensor_ref> outs;
@@ -160,7 +160,7 @@ class training_builder {
   }
   static void check_index(const op_spec& s, std::size_t i, std::size_t n, const char* what) {
     if (i >= n)
-      throw error(errc::invalid_argument, "zoo: op '" + s.name + "': " + what + " index " + std::to_string(i) + " out of range");
+      throw error(errc::invalid_argument, "zoo: op '" + s.name + "': " + what + std::string(" index ").append(std::to_string(i)) + " out of range");
   }
 
   // Adds a (partial) gradient for tensor t, summing with what arrived before (autograd's InputBuffer).
@@ -173,13 +173,13 @@ class training_builder {
     const std::string tn = *g_.tensor_name(t);
     const auto k = ++acc_count_;
     const auto b = g_.tensor_bytes(t);
-    auto sum = g_.add_tensor("d:" + tn + "#acc" + std::to_string(k), b, tensor_kind::gradient);
+    auto sum = g_.add_tensor("d:" + tn + std::string("#acc").append(std::to_string(k)), b, tensor_kind::gradient);
     const auto flops = static_cast<double>(b / float32_bytes);
     if (cur.owned) {
-      g_.add_op("grad_acc" + std::to_string(k) + ":" + tn, {cur.tensor, g}, {sum}, {"aten.add_", op_phase::backward, flops, 0});
+      g_.add_op(std::string("grad_acc").append(std::to_string(k)) + ":" + tn, {cur.tensor, g}, {sum}, {"aten.add_", op_phase::backward, flops, 0});
       g_.set_inplace_of(sum, cur.tensor);
     } else {
-      g_.add_op("grad_acc" + std::to_string(k) + ":" + tn, {cur.tensor, g}, {sum}, {"aten.add", op_phase::backward, flops, 0});
+      g_.add_op(std::string("grad_acc").append(std::to_string(k)) + ":" + tn, {cur.tensor, g}, {sum}, {"aten.add", op_phase::backward, flops, 0});
     }
     cur = {sum, true, true};
   }
