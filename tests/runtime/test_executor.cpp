@@ -1,0 +1,185 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/runtime/executor.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "../support/random_dag.hpp"
+#include "../support/stack_placer.hpp"
+
+using namespace memplan;
+
+namespace {
+// A deterministic float kernel: each output element = f(op, element index, all inputs' elements).
+// It reads every input fully and writes every output fully, like a real kernel.
+struct mixing_kernel {
+  const problem* p;
+  void operator()(op_id o, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte* ws) const {
+    float acc = static_cast<float>(o) * 0.5f + 1.0f;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (!in[k]) continue;
+      const auto n = p->bytes(p->inputs(o)[k]) / 4;
+      for (std::int64_t i = 0; i < n; ++i) {
+        float v;
+        std::memcpy(&v, in[k] + 4 * i, 4);
+        acc = acc * 0.75f + v * 0.125f;
+      }
+    }
+    if (ws) {  // use the workspace: write then read it back
+      const auto n = p->workspace(o) / 4;
+      for (std::int64_t i = 0; i < n; ++i) std::memcpy(ws + 4 * i, &acc, 4);
+      for (std::int64_t i = 0; i < n; ++i) {
+        float v;
+        std::memcpy(&v, ws + 4 * i, 4);
+        acc += v * 1e-3f;
+      }
+    }
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      if (!out[k]) continue;
+      const auto n = p->bytes(p->outputs(o)[k]) / 4;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float v = acc + static_cast<float>(i) * 0.01f + static_cast<float>(k);
+        std::memcpy(out[k] + 4 * i, &v, 4);
+      }
+    }
+  }
+};
+
+// Graphs whose sizes are multiples of 4 so every tensor holds floats.
+graph::dataflow_graph float_dag(std::uint64_t seed) {
+  auto g0 = testing::random_dag(seed, {.ops = 25, .max_bytes = 16});
+  graph::dataflow_graph g(g0.name());
+  for (auto t : g0.tensors())
+    g.add_tensor(*g0.tensor_name(t), 4 * g0.tensor_bytes(t), g0.tensor_kind_of(t));
+  for (auto t : g0.tensors())
+    if (auto b = g0.inplace_of(t)) g.set_inplace_of(t, *b);
+  for (auto o : g0.ops()) {
+    auto in = g0.inputs(o);
+    auto out = g0.outputs(o);
+    graph::op_attributes a{g0.op_type(o), g0.op_phase_of(o), g0.op_cost(o), 4 * g0.op_workspace(o)};
+    g.add_op(*g0.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, a);
+  }
+  return g;
+}
+
+void fill_resident(const problem& p, const std::function<std::byte*(tensor_id)>& at) {
+  for (storage_id s = 0; s < p.num_storages(); ++s) {
+    if (!p.preexisting(s) || p.storage_bytes(s) == 0) continue;
+    auto* d = at(p.storage_root(s));
+    for (std::int64_t i = 0; i < p.storage_bytes(s) / 4; ++i) {
+      const float v = static_cast<float>(s) + 0.001f * static_cast<float>(i);
+      std::memcpy(d + 4 * i, &v, 4);
+    }
+  }
+}
+
+// Bytes of every storage that survives the run (resident + outputs), for bitwise comparison.
+std::vector<std::byte> survivors(const problem& p, const std::function<std::byte*(tensor_id)>& at) {
+  std::vector<std::byte> r;
+  for (storage_id s = 0; s < p.num_storages(); ++s)
+    if ((p.resident(s) || p.live_to_end(s)) && p.storage_bytes(s) > 0) {
+      auto* d = at(p.storage_root(s));
+      r.insert(r.end(), d, d + p.storage_bytes(s));
+    }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("executor: a planned run reproduces the eager run bit for bit, and touches exactly the arena") {
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    const auto g = float_dag(seed);
+    const auto p = make_problem(g);
+    const auto mp = plan(p, schedule::given{} | testing::stack_placer{}, {.alignment = 16});
+    runtime::eager_executor eager(p);
+    fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
+    runtime::executor ex(p, mp, {.poison = true});
+    fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
+    for (int step = 0; step < 3; ++step) {
+      eager.run(mixing_kernel{&p});
+      auto rs = ex.run(mixing_kernel{&p});
+      CHECK(rs.high_water == mp.arena);
+    }
+    const auto a = survivors(p, [&](tensor_id t) { return eager.tensor_data(t); });
+    const auto b = survivors(p, [&](tensor_id t) { return ex.tensor_data(t); });
+    REQUIRE(a.size() == b.size());
+    CHECK(std::memcmp(a.data(), b.data(), a.size()) == 0);
+    CHECK(eager.peak_bytes() == mp.stats.given_peak);  // the eager allocations follow the memory rule exactly
+  }
+}
+
+TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corrupts the numbers under poisoning") {
+  graph::dataflow_graph g("overlap");
+  auto x = g.add_tensor("x", 64, tensor_kind::input);
+  auto a = g.add_tensor("a", 64);
+  auto b = g.add_tensor("b", 64);
+  auto y = g.add_tensor("y", 64, tensor_kind::output);
+  g.add_op("f", {x}, {a});
+  g.add_op("h", {x}, {b});
+  g.add_op("k", {a, b}, {y});
+  const auto p = make_problem(g);
+  auto good = plan(p, schedule::given{} | testing::stack_placer{});
+  auto bad = good;
+  bad.offsets[2] = good.offsets[1];  // b written over a while a is still needed
+  CHECK_FALSE(verify(p, bad).ok);
+  CHECK_THROWS_AS(runtime::executor<>(p, bad), memplan::error);
+
+  runtime::executor ok_ex(p, good, {.poison = true});
+  fill_resident(p, [&](tensor_id t) { return ok_ex.tensor_data(t); });
+  ok_ex.run(mixing_kernel{&p});
+  runtime::executor bad_ex(p, bad, {.poison = true, .verify_plan = false});
+  fill_resident(p, [&](tensor_id t) { return bad_ex.tensor_data(t); });
+  bad_ex.run(mixing_kernel{&p});
+  const auto ra = survivors(p, [&](tensor_id t) { return ok_ex.tensor_data(t); });
+  const auto rb = survivors(p, [&](tensor_id t) { return bad_ex.tensor_data(t); });
+  CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) != 0);
+}
+
+TEST_CASE("executor: offload/prefetch copy through host staging; freed memory is poisoned") {
+  graph::dataflow_graph g("off");
+  auto x = g.add_tensor("x", 16, tensor_kind::input);
+  auto a = g.add_tensor("a", 16);
+  auto b = g.add_tensor("b", 16);
+  auto y = g.add_tensor("y", 16, tensor_kind::output);
+  g.add_op("f", {x}, {a});
+  g.add_op("h", {x}, {b});
+  g.add_op("k", {a, b}, {y});
+  const auto p = make_problem(g);
+  auto mp = plan(p, schedule::given{} | testing::stack_placer{});
+  // offload a after f, prefetch before k
+  std::vector<step> steps;
+  for (const auto& s : mp.steps) {
+    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
+    steps.push_back(s);
+    if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
+  }
+  mp.steps = steps;
+  mp.stats.transfer_bytes = 32;
+  REQUIRE(verify(p, mp).ok);
+  runtime::eager_executor eager(p);
+  fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
+  eager.run(mixing_kernel{&p});
+  runtime::executor ex(p, mp, {.poison = true});
+  fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
+  auto rs = ex.run(mixing_kernel{&p});
+  CHECK(rs.transfer_bytes == 32);
+  const auto ra = survivors(p, [&](tensor_id t) { return eager.tensor_data(t); });
+  const auto rb = survivors(p, [&](tensor_id t) { return ex.tensor_data(t); });
+  CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
+  // b is freed after k: its bytes are the NaN poison now
+  float v;
+  std::memcpy(&v, ex.memory().data() + mp.offsets[2], 4);
+  CHECK(std::isnan(v));
+}
+
+TEST_CASE("arena: bounds are checked and poison is NaN") {
+  runtime::arena<> ar(100);
+  CHECK_THROWS_AS((void)ar.at(90, 20), memplan::error);
+  ar.poison(2, 30);
+  float v;
+  std::memcpy(&v, ar.data() + 4, 4);
+  CHECK(std::isnan(v));
+  CHECK_THROWS_AS(runtime::arena<>(-1), memplan::error);
+}
