@@ -370,6 +370,58 @@ TEST_CASE("solver::cbc: tiny time limit without an incumbent gives no_solution a
   CHECK(rn.message == "node limit of 0 nodes hit before any feasible solution");
 }
 
+TEST_CASE("solver::cbc: time limits never turn a feasible model into 'infeasible' or a wrong bound") {
+  // A lifetime model shaped like OLLA eq. 1-4 and 13 for a chain of E tensors over T steps: C/P
+  // binaries, peak >= resident bytes at each step. It is feasible (optimum found without a limit).
+  // Measured on CBC 2.10: a clock that runs out inside preprocessing or the root LP makes CBC answer
+  // "infeasible" (limits 0.25 and 0.3 s, 5 runs out of 5, with cbc.hpp's deadline guard disabled);
+  // cbc.hpp must not pass that on. Timing-dependent: it can miss the bug, never fail spuriously.
+  const int E = 80, T = 80;
+  s::model m("chain lifetimes");
+  std::vector<s::var> C, P;
+  for (int i = 0; i < E * T; ++i) {
+    C.push_back(m.add_binary());
+    P.push_back(m.add_binary());
+  }
+  const s::var peak = m.add_continuous(0, s::infinity, "peak");
+  std::mt19937 rng(1);
+  std::vector<double> size(E);
+  for (double& bytes : size) bytes = 1 + static_cast<double>(rng() % 1000);
+  for (int e = 0; e < E; ++e) {
+    s::expr once;
+    for (int t = 0; t < T; ++t) {
+      const int k = e * T + t;
+      m.add(C[k] + P[k] <= 1);                           // eq. 1
+      if (t > 0) m.add(P[k] <= P[k - 1] + C[k - 1]);     // eq. 2
+      if (t == 0) m.fix(P[k], 0);
+      once += C[k];
+      if (e > 0) m.add(C[k] <= P[k - T]);                // eq. 4: tensor e-1 is resident
+    }
+    m.add(once == 1);                                    // eq. 3
+  }
+  for (int t = 0; t < T; ++t) {
+    s::expr resident;
+    for (int e = 0; e < E; ++e) resident += size[e] * (C[e * T + t] + P[e * T + t]);
+    m.add(resident <= peak);                             // eq. 13
+  }
+  m.minimize(peak);
+  const s::solution full = s::cbc{}.solve(m, {});
+  REQUIRE(full.status == s::status::optimal);
+  for (const double limit : {0.05, 0.15, 0.25, 0.3, 0.35, 0.45}) {
+    s::options o;
+    o.time_limit = limit;
+    const s::solution r = s::cbc{}.solve(m, o);
+    INFO("time limit " << limit << ": " << std::string(s::to_string(r.status)) << ", " << r.message);
+    CHECK(r.status != s::status::infeasible);
+    CHECK(r.status != s::status::error);
+    if (r.has_incumbent()) {
+      check_incumbent(m, r);
+      CHECK(r.objective >= full.objective - 1e-6);
+    }
+    if (!std::isnan(r.bound)) CHECK(r.bound <= full.objective + 1e-6);  // a valid dual bound
+  }
+}
+
 TEST_CASE("solver::cbc: a feasible warm start is the incumbent under node limit 0 and a tiny time limit") {
   // A feasible market split: the right-hand side is A x* for a random x*, plus an objective so that
   // x* is not trivially optimal.

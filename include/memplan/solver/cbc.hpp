@@ -182,6 +182,14 @@ class cbc {
     OsiClpSolverInterface lp;
     if (o.verbosity == 0) lp.messageHandler()->setLogLevel(0);
     lp.loadProblem(matrix, col_lb.data(), col_ub.data(), obj.data(), row_lb.data(), row_ub.data());
+    if (std::isfinite(o.time_limit)) {
+      // CBC checks its clock only between LP solves, and one LP of a large degenerate model can
+      // take minutes; so Clp gets a wall-clock limit too, a little after CBC's own (CBC should stop
+      // first whenever it can). An LP cut short by it makes CBC's verdicts unreliable; see
+      // read_result().
+      const double left = std::max(o.time_limit - elapsed(), 1e-3);
+      lp.getModelPtr()->setMaximumWallSeconds(left + std::max(0.1, 0.05 * left));
+    }
     for (int j = 0; j < n; ++j) {
       if (m.vars()[static_cast<std::size_t>(j)].kind != var_kind::continuous) lp.setInteger(j);
     }
@@ -224,17 +232,22 @@ class cbc {
     for (const std::string& a : args) argv.push_back(a.c_str());
     CbcMain1(static_cast<int>(argv.size()), argv.data(), cbc_model, [](CbcModel*, int) { return 0; }, data);
 
-    read_result(m, o, cbc_model, flip, s);
+    // Measured (CBC 2.10): when the clock runs out inside preprocessing or an LP, CBC may conclude
+    // "infeasible" (or "optimal") for a feasible model. Verdicts reached at the deadline are not
+    // trusted.
+    const bool at_deadline =
+        std::isfinite(o.time_limit) && elapsed() >= o.time_limit - std::max(1e-3, 0.01 * o.time_limit);
+    read_result(m, o, cbc_model, flip, at_deadline, s);
   }
 
-  static void read_result(const model& m, const options& o, CbcModel& cm, double flip, solution& s) {
+  static void read_result(const model& m, const options& o, CbcModel& cm, double flip, bool at_deadline,
+                          solution& s) {
     const std::size_t n = m.num_vars();
     const double constant = m.objective().constant();
-    const double cbc_bound = detail::cbc_value_or_inf(cm.getBestPossibleObjValue());
     s.nodes = cm.getNodeCount();
     const double* best = cm.bestSolution();
     const int secondary = cm.secondaryStatus();
-    const bool time_hit = secondary == 4 || cm.isSecondsLimitReached();
+    const bool time_hit = at_deadline || secondary == 4 || cm.isSecondsLimitReached();
     const bool node_hit = secondary == 3 || cm.isNodeLimitReached();
     auto limit_text = [&] {
       if (time_hit) return "time limit of " + detail::cbc_num(o.time_limit) + " s hit";
@@ -244,17 +257,20 @@ class cbc {
       return "stopped (CBC status " + std::to_string(cm.status()) + "/" + std::to_string(secondary) + ")";
     };
 
-    if (cm.isProvenInfeasible()) {
+    if (best != nullptr) {
+      s.values.assign(best, best + n);
+      s.status = cm.isProvenOptimal() && !at_deadline ? status::optimal : status::feasible;
+      s.message = s.status == status::optimal ? (secondary == 2 ? "optimal within the requested gap" : "optimal")
+                                              : limit_text() + "; returning the best incumbent";
+    } else if (at_deadline) {
+      s.status = status::no_solution;
+      s.message = limit_text() + " before any feasible solution";
+    } else if (cm.isProvenInfeasible()) {
       s.status = status::infeasible;
       s.message = "CBC proved the model infeasible";
     } else if (cm.isContinuousUnbounded()) {
       s.status = status::unbounded;
       s.message = "the LP relaxation is unbounded";
-    } else if (best != nullptr) {
-      s.values.assign(best, best + n);
-      s.status = cm.isProvenOptimal() ? status::optimal : status::feasible;
-      s.message = s.status == status::optimal ? (secondary == 2 ? "optimal within the requested gap" : "optimal")
-                                              : limit_text() + "; returning the best incumbent";
     } else if (cm.status() == 0) {
       // The search finished without an incumbent: nothing is feasible.
       s.status = status::infeasible;
@@ -287,13 +303,14 @@ class cbc {
       s.objective = m.objective_value(s.values);
       if (auto v = m.violation(s.values, 1e-6)) s.message += "; warning: incumbent after rounding: " + *v;
     }
-    if (s.status == status::optimal || s.status == status::feasible || s.status == status::no_solution) {
-      // Dual bound in the model's sense; never better than the incumbent (CBC's may be, by tolerance).
-      double b = std::isnan(cbc_bound) ? cbc_bound : flip * cbc_bound + constant;
-      if (s.has_incumbent()) {
-        if (s.status == status::optimal && std::isinf(b)) b = s.objective;
-        b = flip > 0 ? std::min(b, s.objective) : std::max(b, s.objective);
-      }
+    if (s.has_incumbent() || s.status == status::no_solution) {
+      // Dual bound in the model's sense. At the deadline before any branching, CBC's bound may come
+      // from an LP cut short (measured: above the LP optimum), so it is reported as unknown (NaN).
+      double b = detail::cbc_value_or_inf(cm.getBestPossibleObjValue());
+      if (at_deadline && s.nodes == 0) b = std::numeric_limits<double>::quiet_NaN();
+      if (!std::isnan(b)) b = flip * b + constant;
+      if (s.status == status::optimal && std::isinf(b)) b = s.objective;
+      if (s.has_incumbent() && !std::isnan(b)) b = flip > 0 ? std::min(b, s.objective) : std::max(b, s.objective);
       s.bound = b;
       if (s.has_incumbent()) s.gap = relative_gap(s.objective, s.bound);
     }
