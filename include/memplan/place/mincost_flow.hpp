@@ -26,7 +26,7 @@
 namespace memplan::place {
 
 struct mincost_flow {
-  std::size_t max_buffers = 2000;
+  std::size_t max_buffers = 1000;
 
   [[nodiscard]] std::string name() const { return "mincost_flow"; }
 
