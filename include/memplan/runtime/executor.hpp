@@ -175,8 +175,10 @@ class eager_executor {
   template <kernel_fn K>
   void run(K&& kernel) {
     const auto& p = *p_;
+    // Outputs of the previous run are dropped now: this run produces them again.
+    for (storage_id s = 0; s < p.num_storages(); ++s)
+      if (p.live_to_end(s) && !p.preexisting(s)) release(s);
     std::vector<std::byte*> in, out;
-    std::vector<std::byte> ws;
     for (std::size_t i = 0; i < order_.size(); ++i) {
       const auto o = order_[i];
       in.clear();
