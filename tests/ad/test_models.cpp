@@ -128,3 +128,53 @@ TEST_CASE("learning: transformer on repeated-token sequences reaches >= 85% test
   MESSAGE("repeated-token transformer: test accuracy " << acc << ", final training loss " << loss);
   CHECK(acc >= 0.85);
 }
+
+namespace {
+// Independent referee: the memory rule of graph-format.md evaluated on a program's given order.
+std::int64_t rule_peak(const program& p) {
+  const auto nt = p.tensors.size(), nn = p.nodes.size();
+  std::vector<std::int64_t> first(nt, -1), last(nt, -1);
+  std::vector<bool> produced(nt, false), output(nt, false);
+  for (std::size_t i = 0; i < nn; ++i) {
+    for (auto t : p.nodes[i].outputs) produced[static_cast<std::size_t>(t)] = true;
+    for (auto list : {&p.nodes[i].inputs, &p.nodes[i].outputs})
+      for (auto t : *list) {
+        const auto s = static_cast<std::size_t>(p.storage_of(t));
+        if (first[s] < 0) first[s] = static_cast<std::int64_t>(i);
+        last[s] = static_cast<std::int64_t>(i);
+      }
+  }
+  std::int64_t resident = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (p.tensors[t].kind == memplan::tensor_kind::output) output[static_cast<std::size_t>(p.storage_of(static_cast<std::int32_t>(t)))] = true;
+    if (!produced[t] && p.tensors[t].inplace_of < 0) resident += p.tensors[t].bytes();
+  }
+  std::int64_t peak = resident;
+  for (std::size_t i = 0; i < nn; ++i) {
+    std::int64_t live = resident + p.nodes[i].workspace_bytes;
+    for (std::size_t s = 0; s < nt; ++s) {
+      if (!produced[s] || p.tensors[s].inplace_of >= 0) continue;  // resident or not a storage root
+      const auto end = output[s] ? static_cast<std::int64_t>(nn) : last[s];
+      if (first[s] <= static_cast<std::int64_t>(i) && static_cast<std::int64_t>(i) <= end) live += p.tensors[s].bytes();
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+}  // namespace
+
+TEST_CASE("eager runner: its measured peak equals the memory rule's peak of the given order") {
+  for (int which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    const model m = which == 0   ? models::mlp({.batch = 16}, sgd{0.1f, 0.9f})
+                    : which == 1 ? models::cnn({.batch = 4}, adam{})
+                                 : models::transformer({.batch = 4}, adam{});
+    eager_runner r(m.step, {.poison = true});
+    random_feed(m, 9, which == 2, 16)(r);
+    r.run();
+    CHECK(r.peak_bytes() == rule_peak(m.step));
+    CHECK(r.peak_bytes() > r.resident_bytes());
+    MESSAGE("model " << m.step.name << ": " << m.step.nodes.size() << " nodes, " << m.step.tensors.size()
+                     << " tensors, eager peak " << r.peak_bytes() << " B, resident " << r.resident_bytes() << " B");
+  }
+}
