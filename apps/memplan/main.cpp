@@ -89,14 +89,23 @@ struct plan_args {
   std::string graph, scheduler = "default", placer = "default", capacity, output, svg, report_json, dot;
   double time_limit = -1;
   std::int64_t alignment = 1;
-  bool quiet = false;
+  bool quiet = false, verbose = false;
 };
 
 int run_plan(const plan_args& a) {
   check_alignment(a.alignment);
   if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
   const auto p = io::read_graph(a.graph);
-  const auto sched = cli::make_scheduler(a.scheduler, a.time_limit);
+  schedule::progress_callback progress;
+  if (a.verbose)
+    progress = [](const schedule::progress_event& e) {
+      char b[64];
+      std::snprintf(b, sizeof b, "[%8.3f s] ", e.seconds);
+      std::cerr << b << e.policy << ": " << e.message;
+      if (e.best_peak >= 0) std::cerr << " (best peak " << io::human_bytes(e.best_peak) << ")";
+      std::cerr << "\n";
+    };
+  const auto sched = cli::make_scheduler(a.scheduler, a.time_limit, progress);
   const auto placer = cli::make_placer(a.placer, a.time_limit);
   plan_options opt;
   opt.alignment = a.alignment;
@@ -282,13 +291,16 @@ int main(int argc, char** argv) {
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
   plan->add_option("--dot", pa.dot, "write the graph in Graphviz DOT");
   plan->add_flag("-q,--quiet", pa.quiet, "print nothing (files and exit code only)");
+  plan->add_flag("-v,--verbose", pa.verbose, "print the schedulers' progress on stderr");
   plan->footer(
       "Examples:\n"
       "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"
       "  memplan plan graph.json --scheduler given --placer greedy_by_size -o plan.json\n"
       "  memplan plan graph.json --alignment 256 --capacity 2GiB --time-limit 10\n"
       "The report shows the peak of the graph's own (given) order, the planned peak and its reduction, a lower\n"
-      "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.");
+      "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.\n"
+      "Schedulers:\n" + cli::scheduler_help() +
+      "Placers: " + place_names + " (default: heuristics, then an exact search within --time-limit).");
 
   std::string vgraph, vplan;
   auto* ver = app.add_subcommand("verify", "Check a plan against its graph; exit 0 only when it is valid.");

@@ -1,0 +1,209 @@
+// io/plan_json.hpp and io/report.hpp: plans and reports as JSON.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/io/plan_json.hpp>
+#include <memplan/io/report.hpp>
+#include <memplan/place/best_fit.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/schedule/given.hpp>
+
+using namespace memplan;
+
+namespace {
+
+const std::string data_dir = MEMPLAN_IO_TEST_DATA;
+
+// "t" + std::to_string(i) without the false -Wrestrict of g++ 12 at -O3 (GCC PR 105329).
+std::string numbered(const char* prefix, long long i) {
+  std::string s(prefix);
+  s += std::to_string(i);
+  return s;
+}
+
+void check_same_plan(const memory_plan& a, const memory_plan& b) {
+  CHECK(a.steps == b.steps);
+  CHECK(a.offsets == b.offsets);
+  CHECK(a.workspace_offsets == b.workspace_offsets);
+  CHECK(a.arena == b.arena);
+  CHECK(a.alignment == b.alignment);
+  CHECK(a.stats.peak == b.stats.peak);
+  CHECK(a.stats.lower_bound == b.stats.lower_bound);
+  CHECK(a.stats.gap == b.stats.gap);
+  CHECK(a.stats.arena == b.stats.arena);
+  CHECK(a.stats.fragmentation == b.stats.fragmentation);
+  CHECK(a.stats.given_peak == b.stats.given_peak);
+  CHECK(a.stats.recompute_cost == b.stats.recompute_cost);
+  CHECK(a.stats.transfer_bytes == b.stats.transfer_bytes);
+  CHECK(a.stats.scheduler == b.stats.scheduler);
+  CHECK(a.stats.placer == b.stats.placer);
+  CHECK(a.stats.notes == b.stats.notes);
+}
+
+memory_plan plan_of(const problem& p, std::int64_t alignment = 1) {
+  plan_options o;
+  o.alignment = alignment;
+  return plan(p, schedule::given{} | place::best_fit{}, o);
+}
+
+}  // namespace
+
+TEST_CASE("plan round trip: names in the file, same plan back, still verified") {
+  for (const auto* f : {"/example.json", "/small.json"})
+    for (std::int64_t align : {1, 64}) {
+      CAPTURE(f);
+      const auto p = io::read_graph(data_dir + f);
+      const auto mp = plan_of(p, align);
+      const auto j = io::plan_to_json(p, mp);
+      CHECK(j["format"] == "memplan-plan");
+      CHECK(j["version"] == 1);
+      CHECK(j["graph"] == p.name());
+      CHECK(j["steps"][0]["kind"] == "compute");
+      CHECK(j["steps"][0]["op"] == p.op_name(mp.steps[0].id));
+      CHECK(j["offsets"].size() > 0);
+      const auto back = io::parse_plan(p, j.dump(1), "plan.json");
+      check_same_plan(mp, back);
+      CHECK(verify(p, back).ok);
+    }
+}
+
+TEST_CASE("plan JSON names workspaces by op and frees by tensor") {
+  const auto p = io::read_graph(data_dir + "/small.json");
+  const auto mp = plan_of(p);
+  const auto j = io::plan_to_json(p, mp);
+  CHECK(j["workspace_offsets"].contains("mm1"));
+  CHECK(j["workspace_offsets"].contains("mm2_bw_x"));
+  CHECK(j["workspace_offsets"].size() == 2);
+  bool saw_free = false;
+  for (const auto& s : j["steps"])
+    if (s["kind"] == "free") {
+      saw_free = true;
+      CHECK(p.find_tensor(s["tensor"].get<std::string>()));
+    }
+  CHECK(saw_free);
+  // Every non-empty tensor has an offset; the control tensor (0 bytes) has none.
+  CHECK(!j["offsets"].contains("after_fwd"));
+  CHECK(j["offsets"].contains("w1_new"));
+  CHECK(j["offsets"]["w1_new"] == j["offsets"]["w1"]);
+}
+
+TEST_CASE("random graphs: plan -> JSON -> plan is identical and verify agrees on tampered copies") {
+  std::mt19937 rng(99);
+  for (int i = 0; i < 25; ++i) {
+    problem_builder b(numbered("r", i));
+    std::vector<tensor_id> avail{b.add_tensor("in", 64 + rng() % 512, tensor_kind::input)};
+    const int n = 4 + static_cast<int>(rng() % 20);
+    for (int o = 0; o < n; ++o) {
+      std::vector<tensor_id> ins{avail[rng() % avail.size()], avail[rng() % avail.size()]};
+      auto t = b.add_tensor(numbered("t", o), 1 + rng() % 1000, o + 1 == n ? tensor_kind::output : tensor_kind::activation);
+      b.add_op(numbered("op", o), ins, {t}, "x", op_phase::forward, 1.0, rng() % 3 == 0 ? 1 + rng() % 100 : 0);
+      avail.push_back(t);
+    }
+    const auto p = b.build();
+    const auto mp = plan(p, schedule::given{} | place::greedy_by_size{});
+    const auto back = io::parse_plan(p, io::plan_to_json(p, mp).dump(), "r.json");
+    check_same_plan(mp, back);
+    CHECK(verify(p, back).ok);
+    // Moving one buffer onto another one that is live at the same time must be caught.
+    auto j = io::plan_to_json(p, mp);
+    const auto lt = storage_lifetimes(p, mp.order());
+    for (storage_id s = 0; s < p.num_storages(); ++s)
+      for (storage_id u = s + 1; u < p.num_storages(); ++u) {
+        const auto& a = lt[static_cast<std::size_t>(s)];
+        const auto& c = lt[static_cast<std::size_t>(u)];
+        if (!a.live() || !c.live() || a.last < c.first || c.last < a.first) continue;
+        auto bad = j;
+        bad["offsets"][p.tensor_name(p.storage_root(u))] = mp.offsets[static_cast<std::size_t>(p.storage_root(s))];
+        for (auto t : p.storage_tensors(u)) bad["offsets"][p.tensor_name(t)] = mp.offsets[static_cast<std::size_t>(p.storage_root(s))];
+        const auto r = verify(p, io::plan_from_json(p, bad, "bad.json"));
+        if (mp.offsets[static_cast<std::size_t>(p.storage_root(s))] + p.storage_bytes(u) <= mp.arena) {
+          CHECK(!r.ok);
+          CHECK(r.violation.find("overlaps") != std::string::npos);
+        }
+        s = p.num_storages();  // one pair per graph
+        break;
+      }
+  }
+}
+
+TEST_CASE("plan files that do not fit the graph or are not plans are rejected by name") {
+  const auto p = io::read_graph(data_dir + "/example.json");
+  const auto good = io::plan_to_json(p, plan_of(p));
+  struct bad_case {
+    const char* what;
+    io::json doc;
+    errc code;
+    std::string message;
+  };
+  auto with = [&](auto edit) { auto j = good; edit(j); return j; };
+  const std::vector<bad_case> cases{
+      {"wrong format", with([](io::json& j) { j["format"] = "memplan-graph"; }), errc::parse_error, "\"format\" is \"memplan-graph\""},
+      {"wrong version", with([](io::json& j) { j["version"] = 9; }), errc::parse_error, "\"version\" is 9"},
+      {"unknown op", with([](io::json& j) { j["steps"][0]["op"] = "warp_drive"; }), errc::invalid_plan,
+       "steps[0] (compute): op 'warp_drive' is not in graph 'format-example'"},
+      {"unknown tensor in a free", with([](io::json& j) {
+         for (auto& s : j["steps"])
+           if (s["kind"] == "free") { s["tensor"] = "ghost"; break; }
+       }), errc::invalid_plan, "tensor 'ghost' is not in graph"},
+      {"unknown tensor in offsets", with([](io::json& j) { j["offsets"]["phantom"] = 0; }), errc::invalid_plan,
+       "\"offsets\" names tensor 'phantom'"},
+      {"unknown op in workspace offsets", with([](io::json& j) { j["workspace_offsets"]["nop"] = 0; }), errc::invalid_plan,
+       "\"workspace_offsets\" names op 'nop'"},
+      {"missing offset", with([](io::json& j) { j["offsets"].erase("t1"); }), errc::invalid_plan, "no offset for tensor 't1'"},
+      {"unknown step kind", with([](io::json& j) { j["steps"][1]["kind"] = "teleport"; }), errc::parse_error,
+       "steps[1]: unknown step kind 'teleport'"},
+      {"offset not an integer", with([](io::json& j) { j["offsets"]["t1"] = "zero"; }), errc::parse_error,
+       "offset of tensor 't1' is \"zero\", not an integer"},
+      {"missing steps", with([](io::json& j) { j.erase("steps"); }), errc::parse_error, "has no \"steps\""},
+      {"missing stats", with([](io::json& j) { j.erase("stats"); }), errc::parse_error, "has no \"stats\""},
+      {"step without op", with([](io::json& j) { j["steps"][0].erase("op"); }), errc::parse_error, "steps[0] has no \"op\""},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    try {
+      (void)io::plan_from_json(p, c.doc, "plan.json");
+      FAIL("accepted: ", c.what);
+    } catch (const error& e) {
+      CAPTURE(e.what());
+      CHECK(e.code() == c.code);
+      CHECK(std::string(e.what()).find(c.message) != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS((void)io::parse_plan(p, "{ not json", "plan.json"), error);
+}
+
+TEST_CASE("report: figures from the plan, JSON with every key") {
+  const auto p = io::read_graph(data_dir + "/small.json");
+  const auto mp = plan_of(p, 256);
+  const auto r = io::make_report(p, mp, 0.25, true);
+  CHECK(r.graph == "small-train");
+  CHECK(r.ops == 11);
+  CHECK(r.tensors == 18);
+  CHECK(r.planned_peak == mp.stats.peak);
+  CHECK(r.arena_bytes == mp.arena);
+  CHECK(r.arena_bytes >= r.planned_peak);
+  CHECK(r.given_peak == 8260);  // tools/memplan_graph.py
+  CHECK(r.fragmentation == doctest::Approx(static_cast<double>(mp.arena - mp.stats.peak) / static_cast<double>(mp.arena)));
+  CHECK(r.lower_bound <= r.planned_peak);
+  CHECK(r.alignment == 256);
+  const auto j = io::report_to_json(r);
+  for (const auto* k : {"graph", "ops", "tensors", "given_peak", "planned_peak", "arena_bytes", "fragmentation", "lower_bound", "gap",
+                        "plan_seconds", "scheduler", "placer", "notes"})
+    CHECK_MESSAGE(j.contains(k), k);
+  CHECK(j["plan_seconds"] == 0.25);
+  std::ostringstream os;
+  io::print_report(os, r);
+  const auto text = os.str();
+  CHECK(text.find("small-train") != std::string::npos);
+  CHECK(text.find("given order") != std::string::npos);
+  CHECK(text.find("fragmentation") != std::string::npos);
+  CHECK(io::human_bytes(512) == "512 B");
+  CHECK(io::human_bytes(1536) == "1.50 KiB");
+  CHECK(io::human_bytes(782497252) == "746.25 MiB");
+}
