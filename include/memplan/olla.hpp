@@ -1,0 +1,64 @@
+#pragma once
+// memplan's front door:
+//
+//   #include <memplan/olla.hpp>
+//   auto plan = memplan::olla::optimize(my_graph);                  // sizes from the graph's CPOs
+//   auto plan = memplan::olla::optimize(my_graph, memplan::lookups<...>{sizes, costs, workspaces});
+//
+// It reorders operators to lower the peak (OLLA §3.2, here with the solver-free default scheduler:
+// list-scheduling heuristics + local search), then places every tensor in one arena (OLLA §3.3,
+// the default placer: greedy placers, then exact search until the arena meets its lower bound),
+// and returns a memory_plan that memplan::verify accepted. For the ILP formulations (eq. 14/15)
+// compose a pipeline with schedule::olla_ilp / place::olla_ilp and include <memplan/solver/cbc.hpp>.
+#include <cstdint>
+#include <limits>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/graph/dataflow_graph.hpp>
+#include <memplan/graph/traits.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/schedule/given.hpp>
+
+namespace memplan::olla {
+
+struct options {
+  double schedule_time_limit_s = 1.0;  // budget of the default scheduler
+  double place_time_limit_s = 0.05;    // budget of the default placer
+  std::int64_t alignment = 1;          // every offset a multiple of this (power of two)
+  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();  // errc::infeasible above it
+  bool reorder = true;                 // false: keep the graph's given order, only place
+};
+
+// The pipeline optimize() runs, for users who want to compose further.
+inline auto default_pipeline(const options& opt = {}) {
+  schedule::default_scheduler s;
+  s.time_limit_s = opt.schedule_time_limit_s;
+  place::default_placer pl;
+  pl.time_limit = opt.place_time_limit_s;
+  return s | pl;
+}
+
+inline memory_plan optimize(const problem& p, const options& opt = {}) {
+  const plan_options po{.alignment = opt.alignment, .capacity = opt.capacity};
+  if (!opt.reorder) {
+    place::default_placer pl;
+    pl.time_limit = opt.place_time_limit_s;
+    return plan(p, schedule::given{} | pl, po);
+  }
+  return plan(p, default_pipeline(opt), po);
+}
+
+template <op_graph G>
+memory_plan optimize(const G& g, const options& opt = {}) {
+  return optimize(make_problem(g), opt);
+}
+
+template <op_graph G, class Bytes, class Cost, class Workspace>
+memory_plan optimize(const G& g, const lookups<Bytes, Cost, Workspace>& lk, const options& opt = {}) {
+  return optimize(make_problem(g, lk), opt);
+}
+
+}  // namespace memplan::olla
