@@ -1,0 +1,50 @@
+// GPU test (label gpu): the executor on a CUDA arena reproduces the host arena bit for bit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/graph/dataflow_graph.hpp>
+#include <memplan/runtime/cuda.hpp>
+#include <memplan/runtime/executor.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "../support/stack_placer.hpp"
+
+using namespace memplan;
+
+TEST_CASE("cuda backend: arena round trip, poisoning, offload through host staging") {
+  if (runtime::cuda_device_count() == 0) {
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  runtime::arena<runtime::cuda_backend> ar(1 << 20);
+  std::vector<float> h(1024);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(i) * 0.5f;
+  ar.backend().from_host(ar.at(4096, 4096), h.data(), 4096);
+  std::vector<float> back(1024);
+  ar.backend().to_host(back.data(), ar.at(4096, 4096), 4096);
+  CHECK(std::memcmp(h.data(), back.data(), 4096) == 0);
+  ar.poison(4096, 4096);
+  ar.backend().to_host(back.data(), ar.at(4096, 4096), 4096);
+  CHECK(std::isnan(back[7]));
+
+  // A plan with a copy kernel on device memory: y = x (cudaMemcpy device to device).
+  graph::dataflow_graph g("cuda-copy");
+  auto x = g.add_tensor("x", 4096, tensor_kind::input);
+  auto a = g.add_tensor("a", 4096);
+  auto y = g.add_tensor("y", 4096, tensor_kind::output);
+  g.add_op("copy1", {x}, {a});
+  g.add_op("copy2", {a}, {y});
+  const auto p = make_problem(g);
+  const auto mp = plan(p, schedule::given{} | testing::stack_placer{}, {.alignment = 256});
+  runtime::executor<runtime::cuda_backend> ex(p, mp, {.poison = true});
+  ex.memory().backend().from_host(ex.tensor_data(0), h.data(), 4096);
+  auto rs = ex.run([](op_id, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte*) {
+    REQUIRE(cudaMemcpy(out[0], in[0], 4096, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  });
+  CHECK(rs.high_water == mp.arena);
+  ex.memory().backend().to_host(back.data(), ex.tensor_data(2), 4096);
+  CHECK(std::memcmp(h.data(), back.data(), 4096) == 0);
+}
