@@ -104,7 +104,7 @@ struct measurement {
   std::int64_t given_peak = 0, best_peak = 0, lower_bound = 0, arena = 0;
   std::int64_t pt_reserved = 0, pt_resident = 0;
   double sched_s = 0, place_s = 0, total_s = 0;
-  std::string sched_policy, place_policy;
+  std::string sched_policy, place_policy, notes;
   [[nodiscard]] double reorder() const { return 100.0 * static_cast<double>(given_peak - best_peak) / static_cast<double>(given_peak); }
   [[nodiscard]] double pt_frag() const { return 100.0 * static_cast<double>(pt_reserved - pt_resident) / static_cast<double>(pt_reserved); }
   [[nodiscard]] double mp_frag() const { return 100.0 * static_cast<double>(arena - best_peak) / static_cast<double>(arena); }
@@ -132,6 +132,10 @@ measurement measure(const model_source& src, const options& opt) {
     const auto pt = place::online::caching_allocator{}.simulate(bp);
     m.pt_reserved = pt.reserved;
     m.pt_resident = pt.resident_peak;
+    // The replay's resident set is the same memory rule as peak_of: an independent consistency check.
+    if (m.pt_resident != m.given_peak)
+      throw error(errc::invalid_plan, "caching-allocator replay holds " + std::to_string(m.pt_resident) +
+                                          " live bytes at its peak, the memory rule says " + std::to_string(m.given_peak));
     // memplan: scheduler + placer, verified by plan().
     schedule::options so;
     so.time_limit_s = opt.schedule_time;
@@ -147,6 +151,7 @@ measurement measure(const model_source& src, const options& opt) {
     m.place_s = mp.stats.place_seconds;
     m.sched_policy = mp.stats.scheduler;
     m.place_policy = mp.stats.placer;
+    for (const auto& n : mp.stats.notes) m.notes += (m.notes.empty() ? "" : "; ") + n;
     if (mp.stats.given_peak != m.given_peak)
       throw error(errc::invalid_plan, "plan's given peak " + std::to_string(mp.stats.given_peak) + " != " + std::to_string(m.given_peak));
     m.ok = true;
@@ -206,6 +211,7 @@ std::vector<model_source> zoo_models() {
   for (std::int64_t b : {1, 32}) add("zoo-resnet50", b, [b] { return zoo::resnet(50, b); });
   // Chen et al. §5.2: batch 32, 224x224, deep ResNets up to 1,000+ layers.
   add("zoo-resnet152", 32, [] { return zoo::resnet(152, 32); });
+  add("zoo-resnet500", 32, [] { return zoo::resnet(500, 32); });
   add("zoo-resnet1001", 32, [] { return zoo::resnet(1001, 32); });
   // Chen et al. §5.3: 4-layer LSTM, hidden 1024, batch 64, 64 steps, softmax over 5000 classes.
   add("zoo-lstm4x1024-t64", 64, [] { return zoo::lstm(zoo::lstm_config{}); });
@@ -475,13 +481,20 @@ std::string report(const std::vector<measurement>& ms, const options& opt, const
   full_table("Zoo graphs (bench/zoo: Chen's ResNet and LSTM configurations, a Beaumont chain, a random DAG)", "zoo", "");
   o << "\nZoo graphs are built analytically (bench/zoo, see benchmarks.md), not traced: zoo-resnet18/50 sit next to the "
        "PyTorch exports of the same nets as a cross-check of the builders; the others are the configurations of Chen et al. "
-       "§5.2-5.3 (ResNet-1001 = 333 bottleneck blocks at batch 32, 224×224; LSTM 4×1024, 64 steps, batch 64) and of "
+       "§5.2-5.3 (ResNet-500 and ResNet-1001 = 166 and 333 bottleneck blocks at batch 32, 224×224; Chen et al. report 48 GB for a 1,000-layer ResNet before optimisation; LSTM 4×1024, 64 steps, batch 64) and of "
        "Beaumont et al. §6 (ResNet-50 as a chain of virtual layers).\n";
 
   // ---- which policies won ----
-  o << "\n## Policies chosen\n\n| graph | scheduler result | placer result |\n|---|---|---|\n";
-  for (const auto& m : ms)
-    if (m.ok) o << "| " << m.src.name() << " | " << m.sched_policy << " | " << m.place_policy << " |\n";
+  o << "\n## Policies chosen\n\nWhat `plan_stats` says: the winning scheduler and placer, and their notes (truncated).\n\n"
+       "| graph | scheduler result | placer result | notes |\n|---|---|---|---|\n";
+  for (const auto& m : ms) {
+    if (!m.ok) continue;
+    auto notes = m.notes;
+    for (auto& ch : notes)
+      if (ch == '|' || ch == '\n') ch = '/';
+    if (notes.size() > 240) notes = notes.substr(0, 237) + "...";
+    o << "| " << m.src.name() << " | " << m.sched_policy << " | " << m.place_policy << " | " << notes << " |\n";
+  }
   (void)infer;
   return o.str();
 }
