@@ -14,6 +14,12 @@
 #include <memplan/core/problem.hpp>
 #include <memplan/io/report.hpp>
 
+// See io/json.hpp: a false -Wrestrict of g++ 12 in inlined std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace memplan::io {
 
 struct dot_options {
@@ -111,3 +117,7 @@ inline void write_dot_file(const std::string& path, const problem& p, const dot_
 }
 
 }  // namespace memplan::io
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -34,6 +34,14 @@
 #include <memplan/graph/kinds.hpp>
 #include <memplan/io/dtype.hpp>
 
+// g++ 12 at -O2/-O3 reports a false -Wrestrict inside std::string's operator+ once it is inlined
+// into long message-building code (GCC PR 105329, PR 105651); memplan's messages are plain
+// concatenations, so the warning is switched off for this header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace memplan::io {
 
 // Keys keep their order when written (format, version, name, tensors, ops; tensors in graph order).
@@ -624,3 +632,7 @@ inline void save_json(const std::string& path, const json& j, int indent = -1) {
 }
 
 }  // namespace memplan::io
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -17,6 +17,12 @@
 #include <memplan/io/json.hpp>
 #include <memplan/io/report.hpp>
 
+// See io/json.hpp: a false -Wrestrict of g++ 12 in inlined std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace memplan::io {
 
 inline constexpr std::string_view plan_format_name = "memplan-plan";
@@ -262,3 +268,7 @@ inline json report_to_json(const report& r) {
 }
 
 }  // namespace memplan::io
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

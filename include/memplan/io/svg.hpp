@@ -18,6 +18,12 @@
 #include <memplan/core/problem.hpp>
 #include <memplan/io/report.hpp>
 
+// See io/json.hpp: a false -Wrestrict of g++ 12 in inlined std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace memplan::io {
 
 // One rectangle: bytes [offset, offset + bytes) are held during op steps [begin, end).
@@ -302,3 +308,7 @@ inline void write_heap_svg(const std::string& path, const problem& p, const memo
 }
 
 }  // namespace memplan::io
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,350 @@
+// The memplan CLI as scripts use it: exit codes, one-line errors, files it writes.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <memplan/core/analysis.hpp>
+#include <memplan/io/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string cli = MEMPLAN_CLI;
+const std::string data = MEMPLAN_IO_TEST_DATA;
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A scratch directory per test case, removed at the end.
+struct scratch {
+  fs::path dir;
+  scratch() {
+    dir = fs::temp_directory_path() / ("memplan-cli-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  [[nodiscard]] std::string operator/(const std::string& f) const { return (dir / f).string(); }
+  void write(const std::string& f, const std::string& text) const { std::ofstream(dir / f, std::ios::binary) << text; }
+
+  // Runs `memplan ARGS` with stdout and stderr captured.
+  result run(const std::string& args) const {
+    const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
+    const auto cmd = "'" + cli + "' " + args + " > '" + out.string() + "' 2> '" + err.string() + "'";
+    const int status = std::system(cmd.c_str());
+    result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+};
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("plan then verify: exit 0, report printed, files written") {
+  scratch s;
+  for (const auto* g : {"example.json", "small.json", "small.json.gz"}) {
+    CAPTURE(g);
+    const auto graph = data + "/" + g;
+    const auto r = s.run("plan '" + graph + "' -o '" + s / "plan.json" + "' --svg '" + s / "heap.svg" + "' --report-json '" +
+                         s / "report.json" + "' --dot '" + s / "g.dot" + "'");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    for (const auto* key : {"graph", "given order", "planned", "lower bound", "arena", "fragmentation", "time", "policies"})
+      CHECK_MESSAGE(has(r.out, key), key);
+    CHECK(fs::file_size(s / "heap.svg") > 0);
+    CHECK(has(slurp(s / "g.dot"), "digraph"));
+    const auto v = s.run("verify '" + graph + "' '" + s / "plan.json" + "'");
+    INFO(v.err);
+    CHECK(v.code == 0);
+    CHECK(has(v.out, "valid plan"));
+  }
+}
+
+TEST_CASE("report JSON: every required key, arena >= planned peak, given peak as the Python reference says") {
+  scratch s;
+  const auto r = s.run("plan '" + data + "/small.json' --alignment 64 --report-json '" + s / "report.json" + "' -q");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.empty());  // --quiet
+  const auto j = nlohmann::json::parse(slurp(s / "report.json"));
+  for (const auto* k : {"graph", "ops", "tensors", "given_peak", "planned_peak", "arena_bytes", "fragmentation", "lower_bound", "gap",
+                        "plan_seconds", "scheduler", "placer", "notes"})
+    CHECK_MESSAGE(j.contains(k), k);
+  CHECK(j["graph"] == "small-train");
+  CHECK(j["ops"] == 11);
+  CHECK(j["tensors"] == 18);
+  CHECK(j["given_peak"] == 8260);  // tools/memplan_graph.py on tests/io/data/small.json
+  CHECK(j["arena_bytes"].get<std::int64_t>() >= j["planned_peak"].get<std::int64_t>());
+  CHECK(j["planned_peak"].get<std::int64_t>() >= j["lower_bound"].get<std::int64_t>());
+  CHECK(j["planned_peak"].get<std::int64_t>() <= j["given_peak"].get<std::int64_t>());  // the default scheduler never loses to given
+  CHECK(j["alignment"] == 64);
+  CHECK(j["verified"] == true);
+}
+
+TEST_CASE("a tampered plan (two live tensors on one address) fails verify with exit 1 naming both") {
+  scratch s;
+  const auto graph = data + "/small.json";
+  REQUIRE(s.run("plan '" + graph + "' --scheduler given --placer greedy_by_size -q -o '" + s / "plan.json" + "'").code == 0);
+  auto plan = nlohmann::ordered_json::parse(slurp(s / "plan.json"));
+  // h (mm1's output) and w1 (a weight) are both live while relu runs.
+  plan["offsets"]["h"] = plan["offsets"]["w1"];
+  s.write("bad.json", plan.dump(1));
+  const auto v = s.run("verify '" + graph + "' '" + s / "bad.json" + "'");
+  CHECK(v.code == 1);
+  INFO(v.err);
+  CHECK(has(v.err, "invalid plan"));
+  CHECK(has(v.err, "overlaps"));
+  CHECK(has(v.err, "'h'"));
+  CHECK(has(v.err, "'w1"));  // w1 or w1_new: one storage
+  CHECK(lines(v.err) == 1);
+}
+
+TEST_CASE("verify: other invalid plans exit 1, unreadable input exits 2") {
+  scratch s;
+  const auto graph = data + "/example.json";
+  REQUIRE(s.run("plan '" + graph + "' -q -o '" + s / "plan.json" + "'").code == 0);
+  auto plan = nlohmann::ordered_json::parse(slurp(s / "plan.json"));
+  {
+    auto p = plan;
+    std::swap(p["steps"][0], p["steps"][2]);  // an op before its input exists
+    s.write("order.json", p.dump());
+    const auto v = s.run("verify '" + graph + "' '" + s / "order.json" + "'");
+    CHECK(v.code == 1);
+    CHECK(has(v.err, "step 0"));
+  }
+  {
+    auto p = plan;
+    p["steps"][0]["op"] = "no_such_op";
+    s.write("unknown.json", p.dump());
+    const auto v = s.run("verify '" + graph + "' '" + s / "unknown.json" + "'");
+    CHECK(v.code == 1);
+    CHECK(has(v.err, "op 'no_such_op' is not in graph"));
+  }
+  {
+    auto p = plan;
+    p["stats"]["peak"] = 1;
+    s.write("claim.json", p.dump());
+    const auto v = s.run("verify '" + graph + "' '" + s / "claim.json" + "'");
+    CHECK(v.code == 1);
+    CHECK(has(v.err, "claims a peak of 1"));
+  }
+  s.write("garbage.json", "{\"format\": \"memplan-plan\", ");
+  auto v = s.run("verify '" + graph + "' '" + s / "garbage.json" + "'");
+  CHECK(v.code == 2);
+  CHECK(has(v.err, "not valid JSON"));
+  v = s.run("verify '" + graph + "' '" + s / "missing.json" + "'");
+  CHECK(v.code == 2);
+  CHECK(has(v.err, "cannot open"));
+  v = s.run("verify '" + s / "nograph.json" + "' '" + s / "plan.json" + "'");
+  CHECK(v.code == 2);
+}
+
+TEST_CASE("malformed graphs exit 2 with one line naming the culprit") {
+  scratch s;
+  struct bad {
+    const char* file;
+    std::string text;
+    std::string message;
+  };
+  const std::vector<bad> cases{
+      {"notjson.json", "hello", "not valid JSON at line 1"},
+      {"dangling.json",
+       R"({"format":"memplan-graph","version":1,"tensors":[{"id":"x","bytes":4,"kind":"input"}],"ops":[{"id":"f","inputs":["x","ghost"],"outputs":[]}]})",
+       "op 'f' reads unknown tensor 'ghost'"},
+      {"dtype.json", R"({"format":"memplan-graph","version":1,"tensors":[{"id":"x","shape":[2],"dtype":"float8","kind":"input"}],"ops":[]})",
+       "unknown dtype 'float8'"},
+      {"cycle.json",
+       R"({"format":"memplan-graph","version":1,"tensors":[{"id":"a","bytes":4,"kind":"activation"},{"id":"b","bytes":4,"kind":"activation"}],
+          "ops":[{"id":"f","inputs":["b"],"outputs":["a"]},{"id":"g","inputs":["a"],"outputs":["b"]}]})",
+       "cycle"},
+      {"version.json", R"({"format":"memplan-graph","version":3,"tensors":[],"ops":[]})", "\"version\" is 3"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.file);
+    s.write(c.file, c.text);
+    for (const auto* sub : {"plan", "stats", "dot"}) {
+      const auto r = s.run(std::string(sub) + " '" + s / c.file + "'");
+      CHECK(r.code == 2);
+      CHECK(has(r.err, c.message));
+      CHECK(has(r.err, c.file));
+      CHECK(lines(r.err) == 1);
+      CHECK(!has(r.err, "terminate"));
+    }
+  }
+  const auto r = s.run("plan '" + s / "does-not-exist.json" + "'");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "cannot open"));
+}
+
+TEST_CASE("bad options exit 2; an unmet capacity exits 1") {
+  scratch s;
+  const auto graph = "'" + data + "/small.json'";
+  auto r = s.run("plan " + graph + " --alignment 3");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "power of two"));
+  r = s.run("plan " + graph + " --scheduler warp");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "unknown scheduler 'warp'"));
+  CHECK(has(r.err, "given"));
+  r = s.run("plan " + graph + " --placer warp");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "unknown placer 'warp'"));
+  CHECK(has(r.err, "best_fit"));
+  r = s.run("plan " + graph + " --capacity lots");
+  CHECK(r.code == 2);
+  r = s.run("plan " + graph + " --capacity 1KiB");
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "infeasible"));
+  r = s.run("plan " + graph + " --capacity 1MiB -q");
+  CHECK(r.code == 0);
+  r = s.run("plan " + graph + " --no-such-flag");
+  CHECK(r.code == 2);
+  r = s.run("");
+  CHECK(r.code == 2);
+  r = s.run("frobnicate");
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("every scheduler and placer the help lists can plan the small graph") {
+  scratch s;
+  const auto help = s.run("plan --help");
+  REQUIRE(help.code == 0);
+  for (const auto* sch : {"given", "best_of", "local_search", "default", "exact"}) {
+    CAPTURE(sch);
+    CHECK(has(help.out, sch));
+    const auto r = s.run("plan '" + data + "/small.json' -q --scheduler " + sch + " --time-limit 2 -o '" + s / "p.json" + "'");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(s.run("verify '" + data + "/small.json' '" + s / "p.json" + "'").code == 0);
+  }
+  for (const auto* pl : {"bump", "greedy_by_size", "greedy_by_breadth", "best_fit", "gergov", "mincost_flow", "pyramid", "exact", "best_of",
+                         "default"}) {
+    CAPTURE(pl);
+    CHECK(has(help.out, pl));
+    const auto r = s.run("plan '" + data + "/small.json' -q --placer " + pl + " --time-limit 2 -o '" + s / "p.json" + "'");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(s.run("verify '" + data + "/small.json' '" + s / "p.json" + "'").code == 0);
+  }
+}
+
+TEST_CASE("--help for every subcommand, with examples; --version") {
+  scratch s;
+  auto r = s.run("--help");
+  CHECK(r.code == 0);
+  for (const auto* sub : {"plan", "verify", "stats", "dot", "place", "Exit codes"}) CHECK(has(r.out, sub));
+  for (const auto* sub : {"plan", "verify", "stats", "dot", "place"}) {
+    CAPTURE(sub);
+    r = s.run(std::string(sub) + " --help");
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "Example"));
+    CHECK(has(r.out, std::string("memplan ") + sub));
+  }
+  r = s.run("--version");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "memplan 0.1.0"));
+}
+
+TEST_CASE("stats: counts, bytes by kind, phases, peaks; --json agrees with the library") {
+  scratch s;
+  const auto graph = data + "/small.json";
+  auto r = s.run("stats '" + graph + "' --top 3");
+  REQUIRE(r.code == 0);
+  for (const auto* k : {"ops            11", "tensors        18", "given peak", "8260 B", "lower bound", "resident", "by kind",
+                        "optimizer_state", "by phase", "backward", "largest tensors"})
+    CHECK_MESSAGE(has(r.out, k), k);
+  r = s.run("stats '" + graph + "' --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto p = memplan::io::read_graph(graph);
+  CHECK(j["given_peak"] == 8260);
+  CHECK(j["resident_bytes"] == p.resident_bytes());
+  CHECK(j["lower_bound"] == memplan::lower_bound_peak(p).bytes);
+  CHECK(j["phases"]["update"] == 3);
+  CHECK(j["by_kind"]["weight"]["tensors"] == 4);  // w1, w2, w1_new, w2_new
+  CHECK(j["largest"].size() == 10);
+  CHECK(j["largest"][0]["bytes"] == 2048);
+}
+
+TEST_CASE("dot to stdout and to a file") {
+  scratch s;
+  auto r = s.run("dot '" + data + "/example.json'");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "digraph \"format-example\""));
+  r = s.run("dot '" + data + "/example.json' --lr -o '" + s / "g.dot" + "'");
+  CHECK(r.code == 0);
+  CHECK(has(slurp(s / "g.dot"), "rankdir=LR"));
+}
+
+TEST_CASE("place: a MiniMalloc CSV, offsets written, capacity enforced") {
+  scratch s;
+  s.write("buffers.csv", "id,lower,upper,size\nA,0,3,100\nB,1,2,50\nC,2,5,100\nD,3,6,30\n");
+  auto r = s.run("place '" + s / "buffers.csv" + "' --placer best_fit -o '" + s / "out.csv" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "4 buffers"));
+  const auto out = slurp(s / "out.csv");
+  CHECK(out.rfind("id,lower,upper,size,offset\n", 0) == 0);
+  CHECK(lines(out) == 5);
+  r = s.run("place '" + s / "buffers.csv" + "' --capacity 100");
+  CHECK(r.code == 1);
+  r = s.run("place '" + s / "buffers.csv" + "' --capacity 200");
+  CHECK(r.code == 0);
+  s.write("broken.csv", "id,lower,upper,size\nA,0,3,-100\n");
+  r = s.run("place '" + s / "broken.csv" + "'");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "negative size"));
+  r = s.run("place '" + s / "buffers.csv" + "' --placer nope");
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("the README's command on a bundled model") {
+  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b32.json.gz";
+  if (!fs::exists(model)) {
+    MESSAGE("data/models/resnet18-train-b32.json.gz not bundled: skipped");
+    return;
+  }
+  scratch s;
+  const auto r = s.run("plan '" + model + "' --svg '" + s / "heap.svg" + "' --report-json '" + s / "report.json" + "' -o '" +
+                       s / "plan.json" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(s / "report.json"));
+  CHECK(j["given_peak"] == 782497252);  // data/models/README.md (tools/graph_stats.py)
+  CHECK(j["planned_peak"].get<std::int64_t>() <= 782497252);
+  CHECK(j["arena_bytes"].get<std::int64_t>() >= j["planned_peak"].get<std::int64_t>());
+  CHECK(s.run("verify '" + model + "' '" + s / "plan.json" + "'").code == 0);
+  MESSAGE("resnet18-train-b32: given ", j["given_peak"], " planned ", j["planned_peak"], " arena ", j["arena_bytes"], " lower bound ",
+          j["lower_bound"], " in ", j["plan_seconds"], " s");
+}
