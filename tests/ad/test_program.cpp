@@ -172,7 +172,17 @@ TEST_CASE("validate rejects malformed programs, naming the culprit") {
   }
   {
     auto p = good;
-    p.tensors.push_back(p.tensors[0]);  // duplicate name
-    expect_bad(p, "name");
+    p.tensors.push_back(p.tensors[0]);  // duplicate tensor name
+    expect_bad(p, "tensor name");
+  }
+  {
+    auto p = good;
+    p.nodes[1].name = p.nodes[0].name;  // duplicate node name
+    expect_bad(p, "node name");
+  }
+  {
+    auto p = good;
+    p.nodes[0].inputs[0] = 999;  // dangling id
+    expect_bad(p, "dangling");
   }
 }

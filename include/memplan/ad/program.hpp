@@ -396,6 +396,11 @@ inline void validate(const program& p) {
     std::sort(names.begin(), names.end());
     if (auto it = std::adjacent_find(names.begin(), names.end()); it != names.end())
       throw error(errc::invalid_graph, "ad::program '" + p.name + "': duplicate tensor name '" + *it + "'");
+    names.clear();
+    for (const auto& n : p.nodes) names.push_back(n.name);
+    std::sort(names.begin(), names.end());
+    if (auto it = std::adjacent_find(names.begin(), names.end()); it != names.end())
+      throw error(errc::invalid_graph, "ad::program '" + p.name + "': duplicate node name '" + *it + "'");
   }
   for (std::int32_t t = 0; t < nt; ++t) {
     const auto& ti = p.tensors[static_cast<std::size_t>(t)];
