@@ -165,7 +165,7 @@ struct exact {
         }
         return;
       }
-      if ((++nodes_ & 1023) == 0 && clock_.passed()) { aborted_ = true; return; }
+      if ((nodes_++ & 1023) == 0 && clock_.passed()) { aborted_ = true; return; }
       if (auto it = memo_.find(S); it != memo_.end()) {
         if (it->second <= g) return;
         it->second = g;

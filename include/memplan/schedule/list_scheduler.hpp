@@ -3,7 +3,8 @@
 // (all predecessors done) is chosen by a priority rule computed from the live-memory state:
 //
 //   depth_first     the tie-break order alone (a DFS post-order from the sinks: every op right
-//                   after the ops it needs, one branch finished before the next is started)
+//                   after the ops it needs, one branch finished before the next is started, the
+//                   branch with the smallest result first)
 //   min_net_growth  smallest net growth = bytes the op allocates - bytes it frees
 //   max_free        most bytes freed (then least allocated)
 //   lookahead       net growth plus the (negative part of) net growth of the successors that the
@@ -48,25 +49,37 @@ inline constexpr const char* to_string(priority r) noexcept {
 namespace detail {
 
 // Post-order of a depth-first search over predecessors, started from the sinks in id order: a
-// topological order in which every op comes right after the ops it needs (iterative: deep graphs).
-inline std::vector<std::int32_t> dfs_rank(const problem& p) {
+// topological order in which every op comes right after the ops it needs. Among the predecessors
+// of an op, the one allocating the fewest bytes is visited first (Sethi-Ullman spirit: hold small
+// results while the large ones are computed, then consume the large ones at once). Iterative:
+// deep graphs.
+inline std::vector<std::int32_t> dfs_rank(const problem& p, const std::vector<std::int64_t>& alloc) {
   const auto n = static_cast<std::size_t>(p.num_ops());
   std::vector<std::int32_t> rank(n, -1);
   std::vector<std::uint8_t> seen(n, 0);
-  std::vector<std::pair<op_id, std::size_t>> stack;
+  // Predecessor lists sorted by allocation (CSR copy).
+  std::vector<std::int32_t> off(n + 1, 0);
+  for (std::size_t o = 0; o < n; ++o) off[o + 1] = off[o] + static_cast<std::int32_t>(p.preds(static_cast<op_id>(o)).size());
+  std::vector<op_id> pred(static_cast<std::size_t>(off[n]));
+  for (std::size_t o = 0; o < n; ++o) {
+    auto pr = p.preds(static_cast<op_id>(o));
+    auto* b = pred.data() + off[o];
+    std::copy(pr.begin(), pr.end(), b);
+    std::stable_sort(b, b + pr.size(), [&](op_id x, op_id y) { return alloc[static_cast<std::size_t>(x)] < alloc[static_cast<std::size_t>(y)]; });
+  }
+  std::vector<std::pair<op_id, std::int32_t>> stack;
   std::int32_t next = 0;
   for (std::size_t root = 0; root < n; ++root) {
     if (!p.succs(static_cast<op_id>(root)).empty() || seen[root]) continue;
     seen[root] = 1;
-    stack.push_back({static_cast<op_id>(root), 0});
+    stack.push_back({static_cast<op_id>(root), off[root]});
     while (!stack.empty()) {
       auto& [v, i] = stack.back();
-      auto pr = p.preds(v);
-      if (i < pr.size()) {
-        const auto w = pr[i++];
+      if (i < off[static_cast<std::size_t>(v) + 1]) {
+        const auto w = pred[static_cast<std::size_t>(i++)];
         if (!seen[static_cast<std::size_t>(w)]) {
           seen[static_cast<std::size_t>(w)] = 1;
-          stack.push_back({w, 0});
+          stack.push_back({w, off[static_cast<std::size_t>(w)]});
         }
       } else {
         rank[static_cast<std::size_t>(v)] = next++;
@@ -177,7 +190,7 @@ struct list_scheduler {
     if (n == 0) return out;
     const detail::memory_facts mf(p);
     std::vector<std::int32_t> tie(n);
-    if (ties == tie_break::dfs) tie = detail::dfs_rank(p);
+    if (ties == tie_break::dfs) tie = detail::dfs_rank(p, mf.alloc);
     else std::iota(tie.begin(), tie.end(), 0);
 
     // Static rank of the leaves: by allocation + workspace (peak_aware prefix queries), then tie.

@@ -1,0 +1,69 @@
+#include <doctest/doctest.h>
+
+#include <memplan/schedule/best_of.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/schedule/exact.hpp>
+#include <memplan/schedule/given.hpp>
+#include <memplan/schedule/list_scheduler.hpp>
+
+#include "../support/olla_graphs.hpp"
+#include "../support/random_dag.hpp"
+#include "check.hpp"
+
+using namespace memplan;
+
+namespace {
+// A scheduler that returns a fixed (topological) order under a fixed name: lets the tests pick
+// winners and ties.
+struct fixed_order {
+  std::string label;
+  std::vector<op_id> order;
+  [[nodiscard]] std::string name() const { return label; }
+  [[nodiscard]] schedule_result run(const problem& p) const {
+    schedule_result r;
+    r.order = order;
+    r.peak = peak_of(p, order);
+    r.policy = label;
+    return r;
+  }
+};
+}  // namespace
+
+TEST_CASE("best_of: keeps the lowest peak and names the winner; ties go to the first") {
+  const auto p = make_problem(testing::olla_figure3_graph());
+  const fixed_order worse{"worse", {0, 1, 2, 3}}, better{"better", {0, 2, 1, 3}}, also{"also", {0, 2, 1, 3}};
+  const auto r = schedule::best_of{worse, better, also}.run(p);
+  CHECK(r.peak == 45);
+  CHECK(r.policy == "better");
+  CHECK(r.note.find("worse=60") != std::string::npos);
+  CHECK(schedule::best_of{also, better}.run(p).policy == "also");
+  CHECK(schedule::best_of{worse, better}.name() == "best_of(worse,better)");
+  // copyable value
+  const auto b = schedule::best_of{schedule::given{}, schedule::peak_aware()};
+  auto c = b;
+  CHECK(c.run(p).peak == 45);
+  CHECK(c.run(p).policy == "peak_aware");
+}
+
+TEST_CASE("default: verified, fills the lower bound, optimal when it reaches it") {
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    const auto p = make_problem(testing::random_dag(seed, {.ops = 9}));
+    const auto best = schedule::exact{}.run(p).peak;
+    const auto r = testing::check_scheduler(p, schedule::default_scheduler{});
+    CHECK(r.peak >= best);
+    CHECK(r.lower_bound == lower_bound_peak(p).bytes);
+    CHECK(r.optimal == (r.peak == r.lower_bound));
+  }
+  const auto p = make_problem(testing::olla_figure3_graph());
+  const auto r = schedule::default_scheduler{}.run(p);
+  CHECK(r.peak == 45);
+  CHECK(r.policy.rfind("default(", 0) == 0);
+}
+
+TEST_CASE("default: deterministic with an iteration budget") {
+  const auto p = make_problem(testing::random_dag(31, {.ops = 400, .max_outputs = 3, .p_workspace = 0.3}));
+  const schedule::default_scheduler d{.time_limit_s = -1, .max_iterations = 20000};
+  const auto a = d.run(p), b = d.run(p);
+  CHECK(a.order == b.order);
+  CHECK(a.peak <= schedule::min_net_growth().run(p).peak);
+}
