@@ -40,22 +40,15 @@ struct default_placer {
       tried += (tried.empty() ? "" : ", ") + pl.placer + "=" + std::to_string(pl.arena);
       if (!have || pl.arena < best.arena) { best = std::move(pl); have = true; }
     };
+    // Cheapest first; each further heuristic only while the bound is not met and time is left.
     consider(greedy_by_size{}.place(relaxed));
-    if (best.arena > bound) consider(best_fit{}.place(relaxed));
-    if (best.arena > bound) consider(greedy_by_breadth{}.place(relaxed));
-    if (best.arena > bound) consider(pyramid{}.place(relaxed));
+    if (best.arena > bound && !until.expired()) consider(best_fit{}.place(relaxed));
+    if (best.arena > bound && !until.expired()) consider(greedy_by_breadth{}.place(relaxed));
+    if (best.arena > bound && !until.expired()) consider(pyramid{}.place(relaxed));
     if (best.arena > bound && !until.expired()) {
       auto pl = exact{.time_limit = until.seconds_left(), .node_limit = node_limit}.place(relaxed);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
-      if (pl.arena < best.arena || pl.optimal) {
-        const auto arena = pl.arena;
-        const bool opt = pl.optimal;
-        const auto lb = pl.lower_bound;
-        best = std::move(pl);
-        best.arena = arena;
-        best.optimal = opt;
-        best.lower_bound = lb;
-      }
+      if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
     const auto lb = std::max(bound, best.lower_bound);
     const bool optimal = best.optimal || best.arena == lb;

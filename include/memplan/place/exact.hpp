@@ -53,7 +53,16 @@ class canonical_search {
     align_.resize(m);
     fixed_.resize(m);
     const time_axis axis(p);
-    sections_ = std::max(0, axis.sections());
+    // Sections are the cross sections just before some buffer ends (as in MiniMalloc's sweep): the
+    // maximal cliques of the interval graph. An elementary segment followed by no end is contained in
+    // the next cross section (same buffers or fewer, none placed above), so checking it adds nothing.
+    const int elementary = std::max(0, axis.sections());
+    std::vector<char> ends(static_cast<std::size_t>(elementary), 0);
+    for (auto i : active_) ends[static_cast<std::size_t>(axis.index(p.buffers[i].upper) - 1)] = 1;
+    std::vector<int> rank(static_cast<std::size_t>(elementary) + 1, 0);  // kept sections before segment s
+    for (int e = 0; e < elementary; ++e)
+      rank[static_cast<std::size_t>(e) + 1] = rank[static_cast<std::size_t>(e)] + ends[static_cast<std::size_t>(e)];
+    sections_ = rank[static_cast<std::size_t>(elementary)];
     lo_.resize(m);
     hi_.resize(m);
     std::vector<std::size_t> local(n, 0);
@@ -63,8 +72,8 @@ class canonical_search {
       size_[k] = b.size;
       align_[k] = effective_alignment(p, b);
       fixed_[k] = b.fixed_offset;
-      lo_[k] = axis.index(b.lower);
-      hi_[k] = axis.index(b.upper);
+      lo_[k] = rank[static_cast<std::size_t>(axis.index(b.lower))];
+      hi_[k] = rank[static_cast<std::size_t>(axis.index(b.upper))];
     }
     overlaps_.resize(m);
     interval_index index(p, axis);
