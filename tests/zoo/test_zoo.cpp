@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <vector>
 #include <string>
 
 #include <memplan/core/analysis.hpp>
@@ -288,4 +290,90 @@ TEST_CASE("zoo training_builder: bad input names the culprit") {
                               .backward_workspace = 0, .backward_type = {}}),
                   memplan::error);
   CHECK_THROWS_AS(zoo::conv2d(b2, "conv", y, 4, 3), memplan::error);  // not N x C x H x W
+}
+
+namespace {
+// An independent, naive simulation of graph-format.md's memory rule straight from the graph (no
+// memplan::problem): storages by following inplace_of, alive from the first producer of any of its
+// tensors to the last op touching any of them; resident when the root has no producer.
+std::int64_t naive_given_peak(const graph::dataflow_graph& g) {
+  const auto nt = g.num_tensors(), no = g.num_ops();
+  auto root = [&](graph::tensor_ref t) {
+    while (auto b = g.inplace_of(t)) t = *b;
+    return t.index;
+  };
+  std::map<std::int32_t, std::int64_t> bytes, first, last;
+  std::map<std::int32_t, bool> to_end;
+  for (std::size_t i = 0; i < nt; ++i) {
+    graph::tensor_ref t{static_cast<std::int32_t>(i)};
+    const auto r = root(t);
+    bytes[r] = std::max(bytes[r], g.tensor_bytes(t));
+    if (g.tensor_kind_of(t) == tensor_kind::output) to_end[r] = true;
+    if (!first.count(r)) first[r] = std::numeric_limits<std::int64_t>::max();
+    if (!last.count(r)) last[r] = -1;
+    if (auto p = g.producer(t)) first[r] = std::min<std::int64_t>(first[r], p->index);
+    for (auto c : g.consumers(t)) last[r] = std::max<std::int64_t>(last[r], c.index);
+    if (auto p = g.producer(t)) last[r] = std::max<std::int64_t>(last[r], p->index);
+  }
+  std::int64_t resident = 0, peak = 0;
+  std::vector<std::int64_t> live(no, 0);
+  for (const auto& [r, b] : bytes) {
+    if (b == 0) continue;
+    if (!g.producer(graph::tensor_ref{r})) {  // no producer: input / weight / optimizer state
+      resident += b;
+      continue;
+    }
+    const auto hi = to_end[r] ? static_cast<std::int64_t>(no) - 1 : last[r];
+    for (auto i = first[r]; i <= hi; ++i) live[static_cast<std::size_t>(i)] += b;
+  }
+  peak = resident;
+  for (std::size_t i = 0; i < no; ++i)
+    peak = std::max(peak, resident + live[i] + g.op_workspace(graph::op_ref{static_cast<std::int32_t>(i)}));
+  return peak;
+}
+}  // namespace
+
+TEST_CASE("zoo graphs: given-order peak equals an independent simulation of the memory rule") {
+  std::vector<graph::dataflow_graph> gs;
+  gs.push_back(zoo::mlp(4, {16, 32, 8}));
+  gs.push_back(zoo::cnn(zoo::cnn_config{}));
+  gs.push_back(zoo::resnet(zoo::resnet_config::from_depth(26, 2, 64)));
+  gs.push_back(zoo::resnet(zoo::resnet_config::from_depth(18, 2, 64)));
+  gs.push_back(zoo::lstm({.layers = 2, .hidden = 8, .batch = 2, .input = 5, .classes = 7, .steps = 5}));
+  gs.push_back(zoo::chain(zoo::chain_params::uniform(6, 100, 10, 1.0, 2.0, 7, 13)));
+  for (std::uint64_t seed = 1; seed <= 30; ++seed)
+    gs.push_back(zoo::random_dag({.layers = 1 + static_cast<std::int64_t>(seed % 7), .width = 1 + static_cast<std::int64_t>(seed % 5),
+                                  .fan_in = 1 + static_cast<std::int64_t>(seed % 3), .skip_probability = 0.25, .min_bytes = 16,
+                                  .max_bytes = 4096, .weight_ratio = 4, .training = seed % 2 == 0, .seed = seed}));
+  for (const auto& g : gs) {
+    CAPTURE(g.name());
+    auto p = make_problem(g);
+    CHECK(peak_of(p, given_order(p)) == naive_given_peak(g));
+  }
+}
+
+TEST_CASE("zoo training graphs: every weight is updated once, in place, after its last reader") {
+  for (const auto& g : {zoo::resnet(zoo::resnet_config::from_depth(18, 2, 64)),
+                        zoo::lstm({.layers = 2, .hidden = 8, .batch = 2, .input = 5, .classes = 7, .steps = 4}),
+                        zoo::random_dag({.layers = 5, .width = 3, .fan_in = 2, .skip_probability = 0.3, .min_bytes = 16,
+                                         .max_bytes = 4096, .weight_ratio = 4, .training = true, .seed = 3})}) {
+    CAPTURE(g.name());
+    for (auto t : g.tensors()) {
+      if (g.tensor_kind_of(t) != tensor_kind::weight || g.producer(t)) continue;
+      std::int64_t updates = 0;
+      std::int32_t upd_op = -1, last_reader = -1;
+      for (auto c : g.consumers(t)) {
+        bool writes = false;
+        for (auto o : g.outputs(c)) writes = writes || g.inplace_of(o) == t;
+        if (writes) { ++updates; upd_op = c.index; }
+        else last_reader = std::max(last_reader, c.index);
+      }
+      CHECK(updates == 1);
+      CHECK(upd_op > last_reader);
+      CHECK(g.op_phase_of(graph::op_ref{upd_op}) == op_phase::update);
+    }
+    // Every gradient tensor is read by someone (no dangling gradients).
+    for (auto t : g.tensors())
+      if (g.tensor_kind_of(t) == tensor_kind::gradient) CHECK(!g.consumers(t).empty());
+  }
 }
