@@ -208,7 +208,7 @@ bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::
   return true;
 }
 
-program every_op_program() {
+program every_op_program(bool use_adam) {
   tape t("every-op", 3);
   auto x = t.input("x", {4, 2, 6, 6});
   auto lab = t.input("labels", {4});
@@ -229,16 +229,21 @@ program every_op_program() {
   auto b1 = t.weight("b1", {8}, init::zeros());
   auto z = t.tanh(t.linear(f, w1, b1));
   z = t.mul(t.sigmoid(z), t.softmax(z));
+  auto sc = t.weight("sc", {8}, init::uniform(0.5, 1.5));
+  z = t.scale(t.mul(z, sc), 0.5f);                                                    // broadcast multiplier
+  z = t.add(z, t.reshape(t.relu(t.permute(t.reshape(z, {4, 2, 4}), {0, 2, 1})), {4, 8}));  // strided copy
   auto w2 = t.weight("w2", {3, 8}, init::glorot_uniform(8, 3));
   auto logits = t.matmul(z, t.transpose(w2));
   auto r = t.softmax_cross_entropy(logits, lab);
-  return t.training_step(r.loss, adam{0.01f});
+  return use_adam ? t.training_step(r.loss, adam{0.01f}) : t.training_step(r.loss, sgd{0.05f, 0.9f});
 }
 
 }  // namespace
 
 TEST_CASE("kernels: identical bits at different addresses over NaN or garbage, all ops, one training step") {
-  program p = every_op_program();
+  for (bool use_adam : {true, false}) {
+  CAPTURE(use_adam);
+  program p = every_op_program(use_adam);
   // Feeds get initializers here so that every run starts from the same data; labels and ids in range.
   p.tensors[static_cast<std::size_t>(p.find("x"))].init = init::normal(0, 1, 77);
   p.tensors[static_cast<std::size_t>(p.find("labels"))].init = init::constant(2.0);
@@ -263,6 +268,7 @@ TEST_CASE("kernels: identical bits at different addresses over NaN or garbage, a
     const auto& ref = a[static_cast<std::size_t>(wt)];
     CHECK(std::memcmp(v1.data(), v2.data(), v1.size_bytes()) == 0);
     CHECK(std::memcmp(v1.data(), ref.data(), v1.size_bytes()) == 0);
+  }
   }
 }
 
