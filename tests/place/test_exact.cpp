@@ -103,3 +103,15 @@ TEST_CASE("MiniMalloc example input.12.csv fits its capacity 12") {
   CHECK(pl.optimal);
   CHECK(default_placer{}.place(p).arena == 12);
 }
+
+TEST_CASE("exact with accept stops at the first placement that is good enough") {
+  buffer_problem p;
+  p.buffers = {{4, 6, 4}, {5, 6, 6}, {1, 2, 5}, {0, 6, 3}, {0, 5, 4}};  // greedy 17, optimum 13
+  const auto pl = exact{.accept = 15}.place(p);
+  CHECK(pl.arena <= 15);
+  CHECK(!check(p, pl));
+  const auto lazy = exact{.accept = 20}.place(p);  // the greedy incumbent is already good enough
+  CHECK(lazy.arena == 17);
+  CHECK(!lazy.optimal);
+  CHECK(lazy.note.find("accepted") != std::string::npos);
+}

@@ -321,6 +321,9 @@ struct exact {
   double time_limit = 10.0;          // seconds of search; <= 0: only the heuristics and the bound
   std::int64_t node_limit = -1;      // total search nodes, < 0: unlimited
   std::size_t max_buffers = 10000;   // above this the search is skipped (the heuristics' best is returned)
+  // >= 0: any arena <= accept is good enough -- search that target first and stop when it is met (the
+  // decision problem MiniMalloc solves for a capacity); optimality is then claimed only if proven.
+  std::int64_t accept = -1;
 
   [[nodiscard]] std::string name() const { return "exact"; }
 
@@ -336,8 +339,9 @@ struct exact {
     std::int64_t proven = arena_lower_bound(p);
     std::int64_t nodes = 0;
     std::string how = "incumbent from greedy heuristics";
+    bool accepted = accept >= 0 && best_arena <= accept;
     const std::int64_t want = std::min(best_arena - 1, p.capacity);  // search arenas <= want
-    if (best_arena > proven && time_limit > 0 && node_limit != 0) {
+    if (best_arena > proven && time_limit > 0 && node_limit != 0 && !(accept >= 0 && best_arena <= accept)) {
       if (relaxed.buffers.size() > max_buffers) {
         how = "search skipped: " + std::to_string(relaxed.buffers.size()) + " buffers > max_buffers";
       } else {
@@ -346,7 +350,7 @@ struct exact {
         std::int64_t lo = proven, hi = want;
         bool first = true;
         while (lo <= hi && !until.expired() && (node_limit < 0 || nodes < node_limit)) {
-          const auto target = first ? lo : lo + (hi - lo) / 2;
+          const auto target = first ? (accept >= lo ? std::min(accept, hi) : lo) : lo + (hi - lo) / 2;
           // The first search, at the bound, may use 80 % of the time (zero fragmentation is the usual
           // optimum), later ones half of what is left.
           const auto slice = detail::deadline::after(until.seconds_left() * (first ? 0.8 : 0.5));
@@ -374,6 +378,7 @@ struct exact {
             best_arena = arena;
             hi = arena - 1;
             how = "canonical search";
+            if (accept >= 0 && arena <= accept) { accepted = true; break; }
           } else if (r == detail::canonical_search::outcome::infeasible) {
             proven = target + 1;
             lo = target + 1;
@@ -388,7 +393,7 @@ struct exact {
     std::string note = how + ", " + std::to_string(nodes) + " nodes; ";
     if (best_arena == proven) note += "proven optimal";
     else
-      note += "limit hit: arena " + std::to_string(best_arena) + " vs proven bound " + std::to_string(proven) + " (gap " +
+      note += std::string(accepted ? "accepted (arena <= " + std::to_string(accept) + ")" : "limit hit") + ": arena " + std::to_string(best_arena) + " vs proven bound " + std::to_string(proven) + " (gap " +
               std::to_string(best_arena - proven) + " bytes)";
     if (best_arena > p.capacity) {
       if (proven > p.capacity)
