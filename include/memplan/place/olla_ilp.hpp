@@ -200,9 +200,12 @@ struct olla_ilp {
       lb = std::max(lb, std::min(arena, static_cast<std::int64_t>(std::max(0.0, bnd)) * unit));
       note += "; MILP bound " + std::to_string(static_cast<std::int64_t>(std::max(0.0, bnd)) * unit) + " B";
     }
-    if (check(relaxed, buffer_placement{offsets, arena}) || arena > heur.arena) {
-      note += check(relaxed, buffer_placement{offsets, arena}) ? "; the MILP incumbent failed the check (numerics), kept "
-                                                               : "; the MILP incumbent is worse, kept ";
+    buffer_placement mine;
+    mine.offsets = offsets;
+    mine.arena = arena;
+    const auto invalid = check(relaxed, mine);
+    if (invalid || arena > heur.arena) {
+      note += invalid ? "; the MILP incumbent failed the check (" + *invalid + "), kept " : std::string("; the MILP incumbent is worse, kept ");
       note += heur.placer + " (" + std::to_string(heur.arena) + ")";
       return detail::finish(p, heur.offsets, name(), note, lb, heur.arena <= lb);
     }

@@ -38,9 +38,11 @@
 // start, which is also the solver's first incumbent).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -501,8 +503,7 @@ struct olla_ilp {
     }
     r.lower_bound = lbp;
     if (exact_model && ilp_bound > 0) r.lower_bound = std::max(r.lower_bound, std::min(ilp_bound, r.peak));
-    r.optimal = r.peak <= r.lower_bound || (exact_model && sol.status == solver::status::optimal && sol.gap <= 1e-9);
-    if (r.optimal) r.lower_bound = std::max(r.lower_bound, r.peak);
+    r.optimal = r.peak <= r.lower_bound;
     r.note = std::move(note);
     return r;
   }
