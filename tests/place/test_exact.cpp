@@ -116,3 +116,18 @@ TEST_CASE("exact with accept stops at the first placement that is good enough") 
   CHECK(!lazy.optimal);
   CHECK(lazy.note.find("accepted") != std::string::npos);
 }
+
+TEST_CASE("exact skips its search above its size limits and says so") {
+  buffer_problem p;
+  p.buffers = {{0, 2, 4}, {1, 3, 4}, {2, 4, 4}, {0, 4, 0}};
+  CHECK(exact::overlapping_pairs(p) == 2);  // zero-size buffers overlap nothing
+  const auto adversarial = [] {
+    buffer_problem q;
+    q.buffers = {{4, 6, 4}, {5, 6, 6}, {1, 2, 5}, {0, 6, 3}, {0, 5, 4}};
+    return q;
+  }();
+  const auto pl = exact{.max_overlaps = 1}.place(adversarial);
+  CHECK(pl.note.find("search skipped") != std::string::npos);
+  CHECK(!pl.optimal);
+  CHECK(!check(adversarial, pl));
+}

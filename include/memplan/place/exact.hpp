@@ -321,11 +321,26 @@ struct exact {
   double time_limit = 10.0;          // seconds of search; <= 0: only the heuristics and the bound
   std::int64_t node_limit = -1;      // total search nodes, < 0: unlimited
   std::size_t max_buffers = 10000;   // above this the search is skipped (the heuristics' best is returned)
+  std::int64_t max_overlaps = 20'000'000;  // likewise above this many pairs of buffers live together (memory)
   // >= 0: any arena <= accept is good enough -- search that target first and stop when it is met (the
   // decision problem MiniMalloc solves for a capacity); optimality is then claimed only if proven.
   std::int64_t accept = -1;
 
   [[nodiscard]] std::string name() const { return "exact"; }
+
+  // Number of pairs of non-empty buffers live at a common step (the search stores them). O(n log n).
+  static std::int64_t overlapping_pairs(const buffer_problem& p) {
+    std::vector<std::pair<std::int64_t, int>> ev;  // (time, -1 end first / +1 start)
+    for (const auto& b : p.buffers)
+      if (b.size > 0) { ev.emplace_back(b.lower, 1); ev.emplace_back(b.upper, -1); }
+    std::sort(ev.begin(), ev.end());
+    std::int64_t live = 0, pairs = 0;
+    for (const auto& [t, d] : ev) {
+      if (d > 0) pairs += live;
+      live += d;
+    }
+    return pairs;
+  }
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
     validate(p);
@@ -342,8 +357,10 @@ struct exact {
     bool accepted = accept >= 0 && best_arena <= accept;
     const std::int64_t want = std::min(best_arena - 1, p.capacity);  // search arenas <= want
     if (best_arena > proven && time_limit > 0 && node_limit != 0 && !(accept >= 0 && best_arena <= accept)) {
-      if (relaxed.buffers.size() > max_buffers) {
-        how = "search skipped: " + std::to_string(relaxed.buffers.size()) + " buffers > max_buffers";
+      const auto pairs = overlapping_pairs(p);
+      if (relaxed.buffers.size() > max_buffers || pairs > max_overlaps) {
+        how = "search skipped: " + std::to_string(relaxed.buffers.size()) + " buffers, " + std::to_string(pairs) +
+              " overlapping pairs (limits " + std::to_string(max_buffers) + ", " + std::to_string(max_overlaps) + ")";
       } else {
         detail::canonical_search search(p);
         const std::vector<std::vector<int>> orders{search.preorder("WAT"), search.preorder("TAW"), search.preorder("TWA")};
