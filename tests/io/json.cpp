@@ -72,9 +72,12 @@ problem random_problem(std::mt19937& rng, int ops) {
       outs.push_back(b.add_tensor("t" + std::to_string(tcount++), bytes(rng), kind));
     }
     if (rng() % 7 == 0) outs.push_back(b.add_tensor("c" + std::to_string(tcount++), 0, tensor_kind::control));
+    // One rng() call per statement: the order of evaluation of arguments is unspecified.
     const auto phase = static_cast<op_phase>(rng() % 4);
-    b.add_op("op" + std::to_string(o), ins, outs, "aten.op" + std::to_string(rng() % 5), phase,
-             static_cast<double>(rng() % 1000) * 0.5, (rng() % 4 == 0) ? static_cast<std::int64_t>(rng() % 4096) : 0);
+    const auto type = "aten.op" + std::to_string(rng() % 5);
+    const auto cost = static_cast<double>(rng() % 1000) * 0.5;
+    const auto ws = (rng() % 4 == 0) ? static_cast<std::int64_t>(rng() % 4096) : 0;
+    b.add_op("op" + std::to_string(o), ins, outs, type, phase, cost, ws);
     for (auto t : outs) avail.push_back(t);
   }
   // In-place updates of weights at the end (after every reader).
@@ -103,7 +106,10 @@ problem random_problem(std::mt19937& rng, int ops) {
     if (n.size() > 4 && n.substr(n.size() - 4) == "_new") {
       const auto base = *p0.find_tensor(n.substr(0, n.size() - 4));
       b2.set_inplace_of(t, base);
-      b2.add_op("update" + std::to_string(u++), {base, avail[rng() % avail.size()]}, {t}, "aten.add_", op_phase::update);
+      // The second operand is an input or an activation, never a weight that another update overwrites.
+      auto other = avail[rng() % avail.size()];
+      if (std::find(weights.begin(), weights.end(), other) != weights.end()) other = avail[0];
+      b2.add_op("update" + std::to_string(u++), {base, other}, {t}, "aten.add_", op_phase::update);
     }
   }
   return b2.build();

@@ -101,9 +101,13 @@ TEST_CASE("heap blocks: inside the arena, disjoint when live together, live byte
                                  b.add_tensor("w", 100 + rng() % 1000, tensor_kind::weight)};
     const int n = 3 + static_cast<int>(rng() % 30);
     for (int o = 0; o < n; ++o) {
-      auto t = b.add_tensor(numbered("t", o), rng() % 2000, rng() % 9 == 0 ? tensor_kind::output : tensor_kind::activation);
-      b.add_op(numbered("o", o), {avail[rng() % avail.size()], avail[rng() % avail.size()]}, {t}, "x", op_phase::forward, 0,
-               rng() % 4 == 0 ? 1 + rng() % 300 : 0);
+      // One rng() call per statement: the order of evaluation of arguments is unspecified.
+      const auto bytes = static_cast<std::int64_t>(rng() % 2000);
+      const auto kind = rng() % 9 == 0 ? tensor_kind::output : tensor_kind::activation;
+      auto t = b.add_tensor(numbered("t", o), bytes, kind);
+      const std::vector<tensor_id> ins{avail[rng() % avail.size()], avail[rng() % avail.size()]};
+      const auto ws = rng() % 4 == 0 ? static_cast<std::int64_t>(1 + rng() % 300) : 0;
+      b.add_op(numbered("o", o), ins, {t}, "x", op_phase::forward, 0, ws);
       avail.push_back(t);
     }
     const auto p = b.build();
