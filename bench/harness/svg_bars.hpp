@@ -64,11 +64,16 @@ inline std::string tick_label(double v) {
 }  // namespace detail
 
 inline std::string render_svg(const bar_chart& c) {
-  const double left = 70, right = 20, top = 50, bottom = 150;
+  const double left = 70, right = 70, top = 50, bottom = 150;
   const double group_w = std::max(28.0, 14.0 * static_cast<double>(c.series.size()) + 10.0);
   const double plot_w = std::max(300.0, group_w * static_cast<double>(c.categories.size()));
   const double plot_h = 300;
-  const double W = left + plot_w + right, H = top + plot_h + bottom;
+    // Wide enough for the title and the legend line.
+  double legend_w = 0;
+  for (const auto& s : c.series) legend_w += 24 + 6.5 * static_cast<double>(s.label.size());
+  for (const auto& r : c.references) legend_w += 32 + 6.5 * static_cast<double>(r.label.size());
+  const double W = std::max({left + plot_w + right, 8.5 * static_cast<double>(c.title.size()) + 40, left + legend_w + 20});
+  const double H = top + plot_h + bottom;
   // Value range.
   double lo = 0, hi = 0;
   double min_pos = 1e300;
