@@ -190,7 +190,8 @@ class olla_schedule_model {
 
   // Builds the model (eq. 1-5, 10-14). peak_upper: the warm start's peak in units (nothing better
   // than it is wanted, so the peak variable is bounded by it).
-  void build(std::int64_t peak_upper) {
+  // peak_lower: a proven lower bound on the peak in units (lower_bound_peak), given to the solver.
+  void build(std::int64_t peak_upper, std::int64_t peak_lower = 0) {
     auto& m = m_;
     m = solver::model("olla_eq14");
     const auto& p = *p_;
@@ -205,7 +206,7 @@ class olla_schedule_model {
         for (auto t = mul_lo_[s]; t <= mul_hi_[s]; ++t)
           if (!in_pres(s, t)) pv_.push_back(m.add_binary());
     }
-    peak_ = m.add_continuous(0, static_cast<double>(peak_upper), "peak");
+    peak_ = m.add_continuous(static_cast<double>(std::min(peak_lower, peak_upper)), static_cast<double>(peak_upper), "peak");
     // (3) every op once; one op per timestep.
     std::vector<solver::expr> at(static_cast<std::size_t>(n_));
     for (op_id o = 0; o < n_; ++o) {
@@ -224,10 +225,14 @@ class olla_schedule_model {
       const auto a = p.storage_allocator(s);
       if (mode_[si] == storage_mode::vars) {
         for (auto t = mul_lo_[si]; t <= mul_hi_[si]; ++t) {
-          if (in_pres(si, t)) continue;
           const auto pt = P(s, t);
+          auto before = P(s, t - 1) + C(s, t - 1);
+          if (in_pres(si, t)) {  // P = 1 here (eq. 12), which (2) still ties to the previous timestep
+            if (!(before.empty() && before.constant() >= 1.0)) m.add(std::move(before) >= 1.0);
+            continue;
+          }
           if (a != no_id && t >= E(a) && t <= L(a)) m.add(C(s, t) + pt <= 1.0);  // (1)
-          m.add(pt <= P(s, t - 1) + C(s, t - 1));                                // (2)
+          m.add(pt <= std::move(before));                                          // (2)
         }
       }
       for (auto u : p.storage_users(s)) {  // (4)
@@ -451,7 +456,9 @@ struct olla_ilp {
       return fallback("model too large: " + std::to_string(binaries) + " binaries > max_binaries = " +
                       std::to_string(max_binaries));
     const auto start_units = mm.peak_units(start);
-    mm.build(start_units);
+    // lower_bound_peak is valid for every order (of q too): a floor for the peak variable.
+    const auto lb_units = std::max<std::int64_t>(0, (lbp - p.resident_bytes() + mm.unit() - 1) / mm.unit());
+    mm.build(start_units, lb_units);
     auto& m = mm.model();
     const auto x0 = mm.encode(start);
     if (auto bad = m.violation(x0))
