@@ -32,6 +32,7 @@
 #include <memplan/place/best_fit.hpp>
 #include <memplan/place/buffer.hpp>
 #include <memplan/place/detail/support.hpp>
+#include <memplan/place/greedy_by_breadth.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/place/lower_bound.hpp>
 
@@ -347,11 +348,11 @@ struct exact {
     validate(p);
     const auto until = detail::deadline::after(time_limit);
     const auto relaxed = detail::without_capacity(p);
-    // Incumbent: the better of the two decreasing-size heuristics.
-    auto a = greedy_by_size{}.place(relaxed);
-    auto b = best_fit{}.place(relaxed);
-    auto best = b.arena < a.arena ? b.offsets : a.offsets;
-    std::int64_t best_arena = std::min(a.arena, b.arena);
+    // Incumbent: the best of the greedy heuristics.
+    std::vector<std::int64_t> best;
+    std::int64_t best_arena = std::numeric_limits<std::int64_t>::max();
+    for (auto&& pl : {greedy_by_size{}.place(relaxed), best_fit{}.place(relaxed), greedy_by_breadth{}.place(relaxed)})
+      if (pl.arena < best_arena) { best_arena = pl.arena; best = pl.offsets; }
     std::int64_t proven = arena_lower_bound(p);
     std::int64_t nodes = 0;
     std::string how = "incumbent from greedy heuristics";
