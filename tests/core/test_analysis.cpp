@@ -131,8 +131,8 @@ TEST_CASE("analysis: 100k-op chain -- levels, profile and the cheap bound scale"
   graph::dataflow_graph g("chain");
   auto prev = g.add_tensor("x", 4, tensor_kind::input);
   for (int i = 0; i < 100000; ++i) {
-    auto t = g.add_tensor("t" + std::to_string(i), 4 + (i % 7));
-    g.add_op("op" + std::to_string(i), {prev}, {t});
+    auto t = g.add_tensor(testing::numbered("t", i), 4 + (i % 7));
+    g.add_op(testing::numbered("op", i), {prev}, {t});
     prev = t;
   }
   const auto p = make_problem(g);

@@ -23,11 +23,20 @@ struct random_dag_options {
   double p_output = 0.1;      // a produced tensor is a graph output
 };
 
+// "prefix<i>" or "prefix<i>_<k>", built by appending: g++ 12 at -O3 warns falsely (-Wrestrict,
+// GCC bug 105329) on `"literal" + std::string`.
+inline std::string numbered(const char* prefix, std::int64_t i, std::int64_t k = -1) {
+  std::string s(prefix);
+  s.append(std::to_string(i));
+  if (k >= 0) s.append("_").append(std::to_string(k));
+  return s;
+}
+
 inline graph::dataflow_graph random_dag(std::uint64_t seed, const random_dag_options& o = {}) {
   std::mt19937_64 rng(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
-  graph::dataflow_graph g("random-" + std::to_string(seed));
+  graph::dataflow_graph g(numbered("random-", static_cast<std::int64_t>(seed)));
   std::vector<graph::tensor_ref> avail;  // tensors produced so far (candidates for inputs)
   std::vector<bool> inplace_taken;       // a tensor already overwritten in place may not be again
   auto x = g.add_tensor("x", uni(1, o.max_bytes), tensor_kind::input);
@@ -46,17 +55,17 @@ inline graph::dataflow_graph random_dag(std::uint64_t seed, const random_dag_opt
       for (auto u : ins) dup |= (u == t);
       if (!dup) ins.push_back(t);
     }
-    if (coin(o.p_weight)) ins.push_back(g.add_tensor("w" + std::to_string(i), uni(1, o.max_bytes), tensor_kind::weight));
+    if (coin(o.p_weight)) ins.push_back(g.add_tensor(numbered("w", i), uni(1, o.max_bytes), tensor_kind::weight));
     std::vector<graph::tensor_ref> outs;
     const auto nout = uni(1, o.max_outputs);
     for (std::int64_t k = 0; k < nout; ++k)
-      outs.push_back(g.add_tensor("t" + std::to_string(i) + "_" + std::to_string(k), uni(0, o.max_bytes),
+      outs.push_back(g.add_tensor(numbered("t", i, k), uni(0, o.max_bytes),
                                   coin(o.p_output) ? tensor_kind::output : tensor_kind::activation));
     graph::op_attributes attrs;
     attrs.type = "rand";
     attrs.cost = static_cast<double>(uni(1, 100));
     if (coin(o.p_workspace)) attrs.workspace = uni(1, o.max_bytes);
-    auto op = g.add_op("v" + std::to_string(i), ins, outs, attrs);
+    auto op = g.add_op(numbered("v", i), ins, outs, attrs);
     ops.push_back(op);
     if (coin(o.p_inplace)) {
       // outs[0] overwrites the storage of an activation input that was not overwritten before.
