@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<row_policy> policies;
-  for (const auto& n : {"depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware"})
+  for (const auto& n : {"depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware", "reverse_min_net_growth"})
     policies.push_back({n, schedule::by_name(n)});
   policies.push_back({"peak_aware+early_updates",
-                      schedule::list_scheduler{schedule::priority::min_net_growth, true, schedule::tie_break::dfs, true}});
+                      schedule::list_scheduler{schedule::priority::min_net_growth, true, schedule::tie_break::dfs, true, false}});
   policies.push_back({"best_of", schedule::by_name("best_of")});
   policies.push_back({"default", schedule::default_scheduler{.time_limit_s = budget}});
 

@@ -10,7 +10,8 @@ using namespace memplan;
 
 TEST_CASE("by_name: every registered policy runs, verifies, and is never below exact") {
   const auto names = schedule::scheduler_names();
-  CHECK(names == std::vector<std::string>{"given", "depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware", "best_of",
+  CHECK(names == std::vector<std::string>{"given", "depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware",
+                                          "reverse_min_net_growth", "best_of",
                                           "local_search", "exact", "default"});
   for (std::uint64_t seed = 0; seed < 25; ++seed) {
     const auto p = make_problem(testing::random_dag(seed, {.ops = 10, .p_inplace = 0.2, .p_control = 0.1}));

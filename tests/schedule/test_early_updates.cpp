@@ -92,7 +92,7 @@ TEST_CASE("early_weight_updates: graphs without update ops are unchanged; random
     const auto q = schedule::early_weight_updates(pu);  // throws on a cycle
     const auto fwd = compute_levels(pu).asap;
     for (auto [u, a] : schedule::early_update_edges(pu)) CHECK(fwd[static_cast<std::size_t>(a)] > fwd[static_cast<std::size_t>(u)]);
-    const auto r = testing::check_scheduler(pu, schedule::list_scheduler{schedule::priority::min_net_growth, true, schedule::tie_break::dfs, true});
+    const auto r = testing::check_scheduler(pu, schedule::list_scheduler{schedule::priority::min_net_growth, true, schedule::tie_break::dfs, true, false});
     CHECK(!check_topological(q, r.order));  // it scheduled under the edges of q
     CHECK(schedule::exact{}.run(q).peak >= schedule::exact{}.run(pu).peak);  // orders of q are orders of pu
   }

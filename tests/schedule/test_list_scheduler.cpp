@@ -17,7 +17,8 @@ std::vector<schedule::list_scheduler> all_rules() {
                  schedule::priority::lookahead})
     for (bool pa : {false, true})
       for (auto t : {schedule::tie_break::dfs, schedule::tie_break::given})
-        for (bool eu : {false, true}) v.push_back({r, pa, t, eu});
+        for (bool eu : {false, true})
+          for (bool rev : {false, true}) v.push_back({r, pa, t, eu, rev});
   return v;
 }
 }  // namespace
@@ -45,7 +46,7 @@ TEST_CASE("list_scheduler: OLLA Figure 3 -- every memory-aware rule finds the op
   const auto p = make_problem(testing::olla_figure3_graph());
   CHECK(peak_of(p, std::vector<op_id>{0, 1, 2, 3}) == 60);
   for (auto s : {schedule::min_net_growth(), schedule::max_free(), schedule::lookahead(), schedule::peak_aware(),
-                 schedule::depth_first()}) {
+                 schedule::depth_first(), schedule::reverse_min_net_growth()}) {
     INFO(s.name());
     CHECK(testing::check_scheduler(p, s).peak == 45);
   }
@@ -57,7 +58,8 @@ TEST_CASE("list_scheduler: names say the rule") {
   CHECK(schedule::lookahead().name() == "lookahead");
   CHECK(schedule::max_free().name() == "max_free");
   CHECK(schedule::depth_first().name() == "depth_first");
-  CHECK(schedule::list_scheduler{schedule::priority::lookahead, true, schedule::tie_break::given, true}.name() ==
+  CHECK(schedule::reverse_min_net_growth().name() == "reverse_min_net_growth");
+  CHECK(schedule::list_scheduler{schedule::priority::lookahead, true, schedule::tie_break::given, true, false}.name() ==
         "peak_aware_lookahead+given_ties+early_updates");
 }
 
@@ -101,6 +103,27 @@ TEST_CASE("list_scheduler: net growth is computed with the memory rule (frees, o
   CHECK(schedule::min_net_growth().run(p).peak == 161);
   CHECK(schedule::peak_aware().run(p).peak == 161);
   CHECK(schedule::depth_first().run(p).peak == best);
+  // From the end: join needs small and out; out's producer B1 frees nothing when placed (reverse
+  // growth 50 - 50 = 0) ... the reverse rule places A's chain last-first and B1 last: optimum.
+  CHECK(schedule::reverse_min_net_growth().run(p).peak == best);
+}
+
+TEST_CASE("list_scheduler: reverse placement delays a producer to its consumer") {
+  // p computes a 100-byte tensor that only the last op reads; the forward greedy may run it at
+  // any time, the reverse rule places it right before its consumer.
+  graph::dataflow_graph g("late");
+  auto x = g.add_tensor("x", 1, tensor_kind::input);
+  auto early = g.add_tensor("early", 100);
+  auto a = g.add_tensor("a", 60), b = g.add_tensor("b", 1);
+  auto y = g.add_tensor("y", 1, tensor_kind::output);
+  g.add_op("p", {x}, {early});
+  g.add_op("q", {x}, {a});
+  g.add_op("r", {a}, {b});
+  g.add_op("s", {early, b}, {y});
+  const auto p = make_problem(g);
+  const auto r = schedule::reverse_min_net_growth().run(p);
+  CHECK(r.order == std::vector<op_id>{1, 2, 0, 3});
+  CHECK(r.peak == testing::brute_force_min_peak(p));
 }
 
 TEST_CASE("list_scheduler: deterministic") {

@@ -42,6 +42,8 @@ inline const std::vector<registry_entry>& registry() {
       {"max_free", "list scheduler: most bytes freed", [](const options&) { return any_scheduler(max_free()); }},
       {"lookahead", "list scheduler: net growth + what the unblocked consumers free", [](const options&) { return any_scheduler(lookahead()); }},
       {"peak_aware", "list scheduler: never raise the running peak if avoidable", [](const options&) { return any_scheduler(peak_aware()); }},
+      {"reverse_min_net_growth", "list scheduler from the end: producers as late as their consumers allow",
+       [](const options&) { return any_scheduler(reverse_min_net_growth()); }},
       {"best_of", "lowest peak of the list schedulers", [](const options&) { return any_scheduler(detail::heuristics_best_of()); }},
       {"local_search", "best_of, then precedence-preserving moves",
        [](const options& o) { return any_scheduler(local_search(detail::heuristics_best_of(), detail::ls_options(o))); }},

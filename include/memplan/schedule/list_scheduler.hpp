@@ -160,9 +160,17 @@ struct list_scheduler {
   bool peak_aware = false;
   tie_break ties = tie_break::dfs;
   bool early_updates = false;  // schedule under OLLA §4.3 early weight-update control edges (Function 3)
+  // Build the order from the end: an op is placed (before the ops placed so far) once all its
+  // successors are; placing it makes the storages it touches live (if no later op did) and kills
+  // the storages it allocates. Producers are thus placed as late as their consumers allow -- what
+  // the forward greedy misses when an op computed early holds its result until the backward pass.
+  // Keys: min_net_growth and lookahead use the reverse net growth (bytes made live - bytes
+  // killed), max_free the bytes killed, depth_first the tie-break; peak_aware does not apply.
+  bool reverse = false;
 
   [[nodiscard]] std::string name() const {
-    std::string n = (peak_aware && rule == priority::min_net_growth) ? std::string("peak_aware")
+    std::string n = reverse ? "reverse_" + std::string(rule == priority::lookahead ? to_string(priority::min_net_growth) : to_string(rule))
+                    : (peak_aware && rule == priority::min_net_growth) ? std::string("peak_aware")
                                                                       : (peak_aware ? "peak_aware_" : "") + std::string(to_string(rule));
     if (ties == tie_break::given) n += "+given_ties";
     if (early_updates) n += "+early_updates";
@@ -184,6 +192,7 @@ struct list_scheduler {
 
   // The order alone (the problem must be acyclic, which every built problem is).
   [[nodiscard]] std::vector<op_id> order(const problem& p) const {
+    if (reverse) return reverse_order(p);
     const auto n = static_cast<std::size_t>(p.num_ops());
     std::vector<op_id> out;
     out.reserve(n);
@@ -316,15 +325,95 @@ struct list_scheduler {
     }
     return out;
   }
+
+  // The reverse list schedule (see `reverse`): O((V + E) log V) like the forward one.
+  [[nodiscard]] std::vector<op_id> reverse_order(const problem& p) const {
+    const auto n = static_cast<std::size_t>(p.num_ops());
+    std::vector<op_id> out;
+    out.reserve(n);
+    if (n == 0) return out;
+    const detail::memory_facts mf(p);
+    std::vector<std::int32_t> tie(n);
+    if (ties == tie_break::dfs) tie = detail::dfs_rank(p, mf.alloc);
+    else std::iota(tie.begin(), tie.end(), 0);
+    for (auto& t : tie) t = -t;  // placing from the end: the latest op of the tie order first
+    const auto ns = static_cast<std::size_t>(p.num_storages());
+    // A storage is live at the boundary once a placed op touches it (or from the end when it is
+    // live to the end), until its allocator is placed. Resident ones are not tracked.
+    std::vector<std::uint8_t> live_now(ns, 0), tracked(ns, 0);
+    for (storage_id s = 0; s < p.num_storages(); ++s) {
+      const auto si = static_cast<std::size_t>(s);
+      if (p.storage_bytes(s) == 0 || p.resident(s)) continue;
+      tracked[si] = 1;
+      if (p.live_to_end(s)) live_now[si] = 1;
+    }
+    std::vector<std::int64_t> newly(n, 0);  // bytes op o would make live if placed now
+    for (std::size_t o = 0; o < n; ++o)
+      for (auto s : p.touched(static_cast<op_id>(o)))
+        if (tracked[static_cast<std::size_t>(s)] && !live_now[static_cast<std::size_t>(s)]) newly[o] += p.storage_bytes(s);
+    std::vector<std::int32_t> pending(n);
+    std::vector<std::uint8_t> state(n, 0);
+    for (std::size_t o = 0; o < n; ++o) pending[o] = static_cast<std::int32_t>(p.succs(static_cast<op_id>(o)).size());
+    std::vector<std::int32_t> rank(n);
+    {
+      std::vector<op_id> by(n);
+      std::iota(by.begin(), by.end(), op_id{0});
+      std::sort(by.begin(), by.end(), [&](op_id a, op_id b) { return tie[static_cast<std::size_t>(a)] < tie[static_cast<std::size_t>(b)]; });
+      for (std::size_t i = 0; i < n; ++i) rank[static_cast<std::size_t>(by[i])] = static_cast<std::int32_t>(i);
+    }
+    auto key_of = [&](op_id o) {
+      detail::ready_key k;
+      k.op = o;
+      k.tie = tie[static_cast<std::size_t>(o)];
+      const auto nw = newly[static_cast<std::size_t>(o)], kill = mf.alloc[static_cast<std::size_t>(o)];
+      switch (rule) {
+        case priority::depth_first: k.k1 = 0; k.k2 = 0; break;
+        case priority::max_free: k.k1 = -kill; k.k2 = nw; break;
+        default: k.k1 = nw - kill; k.k2 = nw + p.workspace(o); break;
+      }
+      return k;
+    };
+    detail::ready_tree tree(n);
+    auto refresh = [&](op_id o) {
+      if (state[static_cast<std::size_t>(o)] == 1) tree.set(static_cast<std::size_t>(rank[static_cast<std::size_t>(o)]), key_of(o));
+    };
+    for (std::size_t o = 0; o < n; ++o)
+      if (pending[o] == 0) { state[o] = 1; refresh(static_cast<op_id>(o)); }
+    for (std::size_t step = 0; step < n; ++step) {
+      const auto v = tree.best().op;
+      const auto vi = static_cast<std::size_t>(v);
+      tree.erase(static_cast<std::size_t>(rank[vi]));
+      state[vi] = 2;
+      out.push_back(v);
+      for (auto s : p.touched(v)) {
+        const auto si = static_cast<std::size_t>(s);
+        if (!tracked[si] || live_now[si]) continue;
+        live_now[si] = 1;
+        for (auto u : p.storage_users(s)) {
+          if (state[static_cast<std::size_t>(u)] == 2) continue;
+          newly[static_cast<std::size_t>(u)] -= p.storage_bytes(s);
+          refresh(u);
+        }
+      }
+      for (auto q : p.preds(v))
+        if (--pending[static_cast<std::size_t>(q)] == 0) {
+          state[static_cast<std::size_t>(q)] = 1;
+          refresh(q);
+        }
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
 };
 
 static_assert(scheduler<list_scheduler>);
 
 // The named heuristics (schedule::by_name knows them by these names).
-inline list_scheduler depth_first() { return {priority::depth_first, false, tie_break::dfs, false}; }
-inline list_scheduler min_net_growth() { return {priority::min_net_growth, false, tie_break::dfs, false}; }
-inline list_scheduler max_free() { return {priority::max_free, false, tie_break::dfs, false}; }
-inline list_scheduler lookahead() { return {priority::lookahead, false, tie_break::dfs, false}; }
-inline list_scheduler peak_aware() { return {priority::min_net_growth, true, tie_break::dfs, false}; }
+inline list_scheduler depth_first() { return {priority::depth_first, false, tie_break::dfs, false, false}; }
+inline list_scheduler min_net_growth() { return {priority::min_net_growth, false, tie_break::dfs, false, false}; }
+inline list_scheduler max_free() { return {priority::max_free, false, tie_break::dfs, false, false}; }
+inline list_scheduler lookahead() { return {priority::lookahead, false, tie_break::dfs, false, false}; }
+inline list_scheduler peak_aware() { return {priority::min_net_growth, true, tie_break::dfs, false, false}; }
+inline list_scheduler reverse_min_net_growth() { return {priority::min_net_growth, false, tie_break::dfs, false, true}; }
 
 }  // namespace memplan::schedule

@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -372,6 +373,34 @@ class olla_schedule_model {
   solver::var peak_{};
 };
 
+// The topological order of p closest to `order`: Kahn's algorithm, the ready op that comes first in
+// `order` first. Makes a heuristic order consistent with added control edges (Function 3).
+inline std::vector<op_id> stable_topological_order(const problem& p, std::span<const op_id> order) {
+  const auto n = static_cast<std::size_t>(p.num_ops());
+  std::vector<std::int32_t> pos(n), indeg(n);
+  for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+  std::vector<std::pair<std::int32_t, op_id>> heap;
+  for (std::size_t o = 0; o < n; ++o) {
+    indeg[o] = static_cast<std::int32_t>(p.preds(static_cast<op_id>(o)).size());
+    if (indeg[o] == 0) heap.emplace_back(pos[o], static_cast<op_id>(o));
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+  std::vector<op_id> out;
+  out.reserve(n);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const auto v = heap.back().second;
+    heap.pop_back();
+    out.push_back(v);
+    for (auto w : p.succs(v))
+      if (--indeg[static_cast<std::size_t>(w)] == 0) {
+        heap.emplace_back(pos[static_cast<std::size_t>(w)], w);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+      }
+  }
+  return out;
+}
+
 inline std::string olla_num(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", x);
@@ -445,9 +474,8 @@ struct olla_ilp {
     const problem q = edges.empty() ? p : p.with_edges(edges);
     std::vector<op_id> start = heur.order;
     std::int64_t start_peak = heur.peak;
-    if (!is_topological(q, start)) {  // the heuristic broke an early-update edge: warm-start on q
-      auto h2 = warm_start.run(q);
-      start = std::move(h2.order);
+    if (!is_topological(q, start)) {  // the heuristic broke an early-update edge: repair it for q
+      start = detail::stable_topological_order(q, start);
       start_peak = peak_of(p, start);
     }
     detail::olla_schedule_model mm(q);
