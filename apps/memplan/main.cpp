@@ -138,7 +138,7 @@ int run_verify(const std::string& graph, const std::string& plan_path) {
   const auto p = io::read_graph(graph);
   const auto mp = io::read_plan(p, plan_path);
   const auto r = verify(p, mp);
-  if (!r) throw error(errc::invalid_plan, plan_path + ": invalid plan: " + r.violation);
+  if (!r) throw error(errc::invalid_plan, plan_path + ": " + r.violation);
   std::cout << plan_path << ": valid plan for " << p.name() << ": " << mp.steps.size() << " steps, peak "
             << io::human_bytes(mp.stats.peak) << " (" << mp.stats.peak << " B), arena " << io::human_bytes(mp.arena) << " ("
             << mp.arena << " B)\n";
@@ -263,7 +263,7 @@ int run_place(const std::string& input, const std::string& capacity, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"memplan: plans the memory of neural-network graphs (operator order, tensor offsets in one arena)."};
+  CLI::App app{"memplan: plans the memory of neural-network graphs (operator order, tensor offsets in one arena).", "memplan"};
   app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
   app.footer(
