@@ -2,6 +2,7 @@
 
 #include <memplan/schedule/by_name.hpp>
 
+#include "../../bench/schedule/training_graphs.hpp"
 #include "../support/olla_graphs.hpp"
 #include "../support/random_dag.hpp"
 #include "check.hpp"
@@ -64,5 +65,24 @@ TEST_CASE("by_name: same input and options give the same order") {
   for (const auto& n : schedule::scheduler_names()) {
     if (n == "local_search" || n == "default") continue;  // time-capped: checked with iteration budgets elsewhere
     CHECK(schedule::by_name(n).run(p).order == schedule::by_name(n).run(p).order);
+  }
+}
+
+TEST_CASE("by_name: every policy verifies on training-like graphs (in-place updates, residuals, branches)") {
+  for (auto m : bench::benchmark_models()) {
+    m.blocks = std::min(m.blocks, 6);
+    for (std::int64_t batch : {1, 32}) {
+      m.batch = batch;
+      const auto p = make_problem(bench::training_graph(m));
+      const auto given = schedule::given{}.run(p).peak;
+      for (const auto& n : schedule::scheduler_names()) {
+        if (n == "exact" && p.num_ops() > 64) {
+          CHECK_THROWS_AS((void)schedule::by_name(n).run(p), memplan::error);
+          continue;
+        }
+        const auto r = testing::check_scheduler(p, schedule::by_name(n, {.time_limit_s = 2}));
+        if (n == "default" || n == "exact") CHECK(r.peak <= given);  // given competes in default
+      }
+    }
   }
 }

@@ -1,8 +1,9 @@
 #pragma once
 // schedule::default_scheduler -- what `memplan plan` uses without --scheduler: the best order
 // found without a solver. Every list-scheduler rule (with DFS and given-order tie-breaks, and
-// under OLLA §4.3 early weight-update edges when the graph has update ops) runs, the lowest peak
-// wins (first on ties), then local_search improves it within the remaining time budget. It fills
+// under OLLA §4.3 early weight-update edges when the graph has update ops) runs, and the given
+// order when it is executable; local_search then improves the two best distinct orders (half the
+// budget each) and the lowest peak wins (first on ties). It fills
 // lower_bound (lower_bound_peak) and sets optimal when the peak reaches it.
 // Cost: 12 list schedules (forward and reverse), O((V + E) log V) each (plus the early-update transform, O(updates *
 // 4096)), the lower bound, and the local search: at most max_iterations moves and time_limit_s
@@ -64,6 +65,26 @@ struct default_scheduler {
         if (top.size() > 2) top.pop_back();
       }
       if (top.front().peak <= lb) break;  // cannot do better
+    }
+    // The graph's own order competes too (last: ties go to the heuristics), so the default is
+    // never worse than `given` when the given order is executable.
+    if (top.front().peak > lb) {
+      std::vector<op_id> id(static_cast<std::size_t>(p.num_ops()));
+      for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<op_id>(i);
+      if (is_topological(p, id)) {
+        schedule_result g;
+        g.peak = peak_of(p, id);
+        g.order = std::move(id);
+        g.policy = "given";
+        tried += ", given=" + std::to_string(g.peak);
+        bool dup = false;
+        for (const auto& t : top) dup |= t.order == g.order;
+        if (!dup) {
+          top.push_back(std::move(g));
+          std::stable_sort(top.begin(), top.end(), [](const schedule_result& a, const schedule_result& b) { return a.peak < b.peak; });
+          if (top.size() > 2) top.pop_back();
+        }
+      }
     }
     best = top.front();
     const auto winner = best.policy;

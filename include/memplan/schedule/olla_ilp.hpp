@@ -546,4 +546,14 @@ struct olla_ilp {
 
 static_assert(scheduler<olla_ilp>);
 
+// olla_ilp configured from the registry's options (schedule::by_name): time_limit_s (< 0: keep the
+// default) bounds the MILP solve, progress is passed on.
+inline olla_ilp make_olla_ilp(const options& o, solver::any_backend backend) {
+  olla_ilp s;
+  s.backend = std::move(backend);
+  if (o.time_limit_s >= 0) s.time_limit_s = o.time_limit_s;
+  s.progress = o.progress;
+  return s;
+}
+
 }  // namespace memplan::schedule
