@@ -1,0 +1,170 @@
+#pragma once
+// Shared by the planned-training tests: train a model eagerly and under a plan from the same seed and
+// data, in lockstep, with NaN poisoning on both, and compare bit for bit.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <memplan/ad/data.hpp>
+#include <memplan/ad/models/cnn.hpp>
+#include <memplan/ad/models/mlp.hpp>
+#include <memplan/ad/models/transformer.hpp>
+#include <memplan/ad/run_plan.hpp>
+#include <memplan/place/by_name.hpp>
+#include <memplan/schedule/by_name.hpp>
+
+namespace adplanned {
+
+using namespace memplan;
+
+// A scheduler whose answer was computed once (by_name's scheduler on this problem): lets one
+// schedule be placed by every placer without re-running a 1-second search per pair.
+struct precomputed {
+  schedule_result result;
+  [[nodiscard]] schedule_result run(const problem&) const { return result; }
+  [[nodiscard]] std::string name() const { return result.policy.empty() ? "precomputed" : result.policy; }
+};
+
+// The three model builders at test size, each with its task.
+struct case_model {
+  std::string name;
+  ad::model m;
+  int kind = 0;  // 0 mlp / two_spirals, 1 cnn / shapes16, 2 transformer / repeated_token
+};
+
+inline case_model small_mlp() {
+  return {"mlp", ad::models::mlp({.batch = 8, .in = 2, .hidden = 16, .layers = 1, .classes = 2}, ad::adam{0.01f}), 0};
+}
+inline case_model small_cnn() {
+  return {"cnn", ad::models::cnn({.batch = 2, .channels = 1, .height = 16, .width = 16, .width_mult = 2, .classes = 3},
+                                 ad::sgd{0.05f, 0.9f}),
+          1};
+}
+inline case_model small_transformer() {
+  return {"transformer",
+          ad::models::transformer({.batch = 2, .length = 4, .vocab = 6, .dim = 8, .heads = 2, .mlp_hidden = 8, .classes = 2},
+                                  ad::adam{0.01f}),
+          2};
+}
+
+// N steps with a fresh stream of seed `seed`, on any runner with data()/run().
+template <class Runner>
+std::vector<float> train(Runner& r, const case_model& c, int steps, std::uint64_t seed, std::vector<float>* losses) {
+  auto go = [&](auto task) {
+    ad::data_stream<decltype(task)> d(task, seed);
+    for (int s = 0; s < steps; ++s) {
+      const float l = ad::train_step(r, c.m, d);
+      if (losses) losses->push_back(l);
+    }
+  };
+  if (c.kind == 0) go(ad::two_spirals{});
+  else if (c.kind == 1) go(ad::shapes16{});
+  else go(ad::repeated_token{4, 6});
+  return ad::read_state(c.m.step, r);
+}
+
+struct eager_reference {
+  std::vector<float> initial, state, losses;
+  std::int64_t peak = 0;
+};
+
+inline eager_reference eager_training(const case_model& c, int steps, std::uint64_t seed) {
+  ad::eager_runner e(c.m.step, {.poison = true});
+  eager_reference ref;
+  ref.initial = ad::read_state(c.m.step, e);
+  ref.state = train(e, c, steps, seed, &ref.losses);
+  ref.peak = e.peak_bytes();
+  return ref;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Trains under (scheduler, placer) with poisoning and checks, bit for bit, every loss and the final
+// weights + optimizer state against the eager reference; the arena high-water equals the plan's arena.
+inline void check_planned(const case_model& c, const problem& prob, const precomputed& sch, const std::string& placer,
+                          const eager_reference& ref, int steps, std::uint64_t seed) {
+  CAPTURE(c.name);
+  CAPTURE(sch.name());
+  CAPTURE(placer);
+  // The searching placers get a short budget: the check is about the plan's validity, not its quality.
+  auto mp = plan(prob, sch | place::by_name(placer, 0.2), {.alignment = ad::plan_alignment});
+  ad::planned_runner r(c.m.step, prob, mp, {.poison = true});
+  std::vector<float> losses;
+  std::vector<std::int64_t> high;
+  auto state = [&] {
+    auto go = [&](auto task) {
+      ad::data_stream<decltype(task)> d(task, seed);
+      for (int s = 0; s < steps; ++s) {
+        losses.push_back(ad::train_step(r, c.m, d));
+        high.push_back(r.last_stats().high_water);
+      }
+    };
+    if (c.kind == 0) go(ad::two_spirals{});
+    else if (c.kind == 1) go(ad::shapes16{});
+    else go(ad::repeated_token{4, 6});
+    return ad::read_state(c.m.step, r);
+  }();
+  CHECK(same_bits(losses, ref.losses));
+  CHECK(same_bits(state, ref.state));
+  for (auto h : high) CHECK(h == mp.arena);
+}
+
+// Every registered scheduler's answer for a problem, or the reason it is skipped.
+struct scheduled {
+  std::string name;
+  std::optional<precomputed> result;
+  std::string skipped;
+};
+
+inline std::vector<scheduled> all_schedules(const problem& prob, const std::vector<std::string>& names) {
+  std::vector<scheduled> r;
+  for (const auto& n : names) {
+    scheduled s{n, std::nullopt, {}};
+    if (n.find("ilp") != std::string::npos) {
+      s.skipped = "ILP policy: this suite does not link memplan::cbc";
+    } else if (n == "exact" && prob.num_ops() > 64) {
+      s.skipped = "schedule::exact handles at most 64 ops, this graph has " + std::to_string(prob.num_ops());
+    } else {
+      // default / local_search / exact: 0.5 s budgets keep the suite short; any valid order will do.
+      auto sch = schedule::by_name(n, {.time_limit_s = 0.5});
+      auto res = sch.run(prob);
+      if (res.policy.empty()) res.policy = n;
+      s.result = precomputed{std::move(res)};
+    }
+    r.push_back(std::move(s));
+  }
+  return r;
+}
+
+inline void cross_product(const case_model& c, const std::vector<std::string>& schedulers,
+                          const std::vector<std::string>& placers, int steps) {
+  const auto prob = make_problem(ad::to_dataflow_graph(c.m.step));
+  const std::uint64_t seed = 4242;
+  const auto ref = eager_training(c, steps, seed);
+  REQUIRE_FALSE(same_bits(ref.initial, ref.state));  // training moved the state: equality below means something
+  int pairs = 0;
+  for (const auto& s : all_schedules(prob, schedulers)) {
+    if (!s.result) {
+      MESSAGE(c.name << ": scheduler '" << s.name << "' skipped: " << s.skipped);
+      continue;
+    }
+    for (const auto& pl : placers) {
+      if (pl.find("ilp") != std::string::npos) {
+        MESSAGE(c.name << ": placer '" << pl << "' skipped: ILP policy, this suite does not link memplan::cbc");
+        continue;
+      }
+      check_planned(c, prob, *s.result, pl, ref, steps, seed);
+      ++pairs;
+    }
+  }
+  MESSAGE(c.name << " (" << prob.num_ops() << " ops): " << pairs << " scheduler x placer plans trained " << steps
+                 << " steps bitwise equal to eager");
+  CHECK(pairs > 0);
+}
+
+}  // namespace adplanned
