@@ -1,15 +1,24 @@
-// The full registered scheduler x placer cross product on the CNN and the transformer (label slow;
-// the default label runs the full product on the MLP and a subset on these two).
+// The full registered scheduler x placer cross product on larger models than the default-label
+// suite (label slow): a wider CNN with batch 8 and a 2-head transformer over 8-token sequences.
 #include <doctest/doctest.h>
 
 #include "planned_support.hpp"
 
 using namespace memplan;
 
-TEST_CASE("planned training (slow): CNN, every scheduler x every placer, 20 steps bitwise equal to eager") {
-  adplanned::cross_product(adplanned::small_cnn(), schedule::scheduler_names(), place::placer_names(), 20);
+TEST_CASE("planned training (slow): wider CNN, every scheduler x every placer, 20 steps bitwise equal to eager") {
+  adplanned::case_model c{"cnn-wide",
+                          ad::models::cnn({.batch = 8, .channels = 1, .height = 16, .width = 16, .width_mult = 8, .classes = 3},
+                                          ad::adam{0.01f}),
+                          1};
+  adplanned::cross_product(c, schedule::scheduler_names(), place::placer_names(), 20);
 }
 
-TEST_CASE("planned training (slow): transformer, every scheduler x every placer, 20 steps bitwise equal to eager") {
-  adplanned::cross_product(adplanned::small_transformer(), schedule::scheduler_names(), place::placer_names(), 20);
+TEST_CASE("planned training (slow): larger transformer, every scheduler x every placer, 20 steps bitwise equal to eager") {
+  adplanned::case_model c{"transformer-8",
+                          ad::models::transformer(
+                              {.batch = 8, .length = 4, .vocab = 6, .dim = 32, .heads = 2, .mlp_hidden = 64, .classes = 2},
+                              ad::sgd{0.05f, 0.9f}),
+                          2};
+  adplanned::cross_product(c, schedule::scheduler_names(), place::placer_names(), 20);
 }
