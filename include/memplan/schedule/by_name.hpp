@@ -14,7 +14,9 @@
 #include <memplan/schedule/given.hpp>
 #include <memplan/schedule/list_scheduler.hpp>
 #include <memplan/schedule/local_search.hpp>
+#include <memplan/schedule/olla_ilp.hpp>
 #include <memplan/schedule/options.hpp>
+#include <memplan/solver/cbc.hpp>
 
 namespace memplan::schedule {
 
@@ -61,6 +63,8 @@ inline const std::vector<registry_entry>& registry() {
          d.progress = o.progress;
          return any_scheduler(d);
        }},
+      {"olla_ilp", "OLLA eq. 14 MILP with CBC (when linked), warm start default; falls back to default without CBC",
+       [](const options& o) { return any_scheduler(make_olla_ilp(o, solver::cbc{})); }},
   };
   return r;
 }
