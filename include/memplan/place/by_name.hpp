@@ -14,9 +14,11 @@
 #include <memplan/place/greedy_by_breadth.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/place/mincost_flow.hpp>
+#include <memplan/place/olla_ilp.hpp>
 #include <memplan/place/online/caching_allocator.hpp>
 #include <memplan/place/online/free_list.hpp>
 #include <memplan/place/pyramid.hpp>
+#include <memplan/solver/cbc.hpp>
 
 namespace memplan::place {
 
@@ -24,7 +26,7 @@ inline const std::vector<std::string>& placer_names() {
   static const std::vector<std::string> names{"bump",   "greedy_by_size", "greedy_by_breadth", "best_fit",
                                               "gergov", "mincost_flow",   "pyramid",           "exact",
                                               "best_of", "default", "online_first_fit", "online_best_fit",
-                                              "caching_allocator"};
+                                              "caching_allocator", "olla_ilp"};
   return names;
 }
 
@@ -44,6 +46,7 @@ inline any_placer by_name(const std::string& name, double time_limit = -1) {
   if (name == "online_first_fit") return online::first_fit{};
   if (name == "online_best_fit") return online::best_fit{};
   if (name == "caching_allocator") return online::caching_allocator{};
+  if (name == "olla_ilp") return time_limit >= 0 ? olla_ilp{.backend = solver::cbc{}, .time_limit_s = time_limit} : olla_ilp{.backend = solver::cbc{}};
   std::string valid;
   for (const auto& n : placer_names()) valid += (valid.empty() ? "" : ", ") + n;
   throw error(errc::invalid_argument, "unknown placer '" + name + "'; valid names: " + valid);
