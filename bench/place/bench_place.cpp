@@ -2,7 +2,7 @@
 //  * 10k buffers placed heuristically in <= 1 s;
 //  * default placer: 0.0 % fragmentation within 50 ms on model-like instances;
 //  * proven optima on the MiniMalloc "challenging" instances.
-// Usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--sizes 1000,10000,100000]
+// Usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--no-synthetic] [--sizes 1000,10000,100000]
 #include <chrono>
 #include <ctime>
 #include <cstdint>
@@ -203,24 +203,25 @@ void model_like() {
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
-  bool mm = true, quick = false;
+  bool mm = true, quick = false, synth = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--no-minimalloc") mm = false;
+    else if (a == "--no-synthetic") synth = false;
     else if (a == "--mm-time" && i + 1 < argc) mm_time = std::atof(argv[++i]);
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--sizes 1000,10000]\n";
+      std::cerr << "usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--no-synthetic] [--sizes 1000,10000]\n";
       return 2;
     }
   }
   if (quick) { sizes = {1000, 10000}; mm_time = std::min(mm_time, 2.0); }
   std::cout << "# memplan placement benchmark\n";
-  synthetic(sizes);
+  if (synth) synthetic(sizes);
   model_like();
   if (mm) minimalloc(mm_time);
 }

@@ -1,8 +1,8 @@
 #pragma once
 // place::default_placer -- returns a zero-fragmentation arena (arena == arena_lower_bound: the max
 // resident bytes with alignment accounted, OLLA §4.4/§5.4) whenever it finds one within its budget:
-// the fast heuristics first (greedy_by_breadth, best_fit, greedy_by_size, pyramid); if none meets the
-// bound, place::exact gets the remaining time, starting from the best heuristic arena. If the budget
+// greedy_by_breadth and best_fit first; if neither meets the bound, place::exact searches from their best
+// for the remaining time; greedy_by_size and pyramid only if time is still left after that. If the budget
 // runs out the best arena so far is returned with its gap in `note`.
 //
 // The budget is wall-clock (default 50 ms); with a node_limit and no time pressure the result is
@@ -42,15 +42,18 @@ struct default_placer {
     };
     // Most often zero-fragmentation first (greedy_by_breadth did best on the DNN-like benchmark lists);
     // each further heuristic only while the bound is not met and time is left.
+    // The canonical search usually closes the last gap within a few thousand nodes, so it gets the
+    // rest of the budget right after the two best heuristics, starting from their best placement.
     consider(greedy_by_breadth{}.place(relaxed));
     if (best.arena > bound && !until.expired()) consider(best_fit{}.place(relaxed));
-    if (best.arena > bound && !until.expired()) consider(greedy_by_size{}.place(relaxed));
-    if (best.arena > bound && !until.expired()) consider(pyramid{}.place(relaxed));
     if (best.arena > bound && !until.expired()) {
-      auto pl = exact{.time_limit = until.seconds_left(), .node_limit = node_limit}.place(relaxed);
+      auto pl = exact{.node_limit = node_limit}.improve(relaxed, best, until.seconds_left());
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
+    // Whatever time is left (the search gave up early): the remaining heuristics.
+    if (best.arena > bound && !best.optimal && !until.expired()) consider(greedy_by_size{}.place(relaxed));
+    if (best.arena > bound && !best.optimal && !until.expired()) consider(pyramid{}.place(relaxed));
     const auto lb = std::max(bound, best.lower_bound);
     const bool optimal = best.optimal || best.arena == lb;
     return detail::finish(p, std::move(best.offsets), name() + "(" + best.placer + ")", tried, lb, optimal);

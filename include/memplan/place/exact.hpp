@@ -346,22 +346,35 @@ struct exact {
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
     validate(p);
-    const auto until = detail::deadline::after(time_limit);
+    const auto started = detail::deadline::after(time_limit);
     const auto relaxed = detail::without_capacity(p);
     // Incumbent: the best of the greedy heuristics.
-    std::vector<std::int64_t> best;
-    std::int64_t best_arena = std::numeric_limits<std::int64_t>::max();
+    buffer_placement incumbent;
     for (auto&& pl : {greedy_by_size{}.place(relaxed), best_fit{}.place(relaxed), greedy_by_breadth{}.place(relaxed)})
-      if (pl.arena < best_arena) { best_arena = pl.arena; best = pl.offsets; }
+      if (incumbent.offsets.empty() || pl.arena < incumbent.arena) incumbent = pl;
+    return improve(p, incumbent, started.seconds_left());
+  }
+
+  // Searches below a given valid placement of p (without its capacity) for `seconds` (the time_limit is
+  // ignored here); used by default_placer to reuse its heuristics' best.
+  [[nodiscard]] buffer_placement improve(const buffer_problem& p, const buffer_placement& incumbent, double seconds) const {
+    validate(p);
+    if (incumbent.offsets.size() != p.buffers.size())
+      throw error(errc::invalid_argument, "exact::improve: the incumbent has " + std::to_string(incumbent.offsets.size()) +
+                                              " offsets for " + std::to_string(p.buffers.size()) + " buffers");
+    const auto until = detail::deadline::after(std::max(0.0, seconds));
+    std::vector<std::int64_t> best = incumbent.offsets;
+    std::int64_t best_arena = 0;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) best_arena = std::max(best_arena, best[i] + p.buffers[i].size);
     std::int64_t proven = arena_lower_bound(p);
     std::int64_t nodes = 0;
     std::string how = "incumbent from greedy heuristics";
     bool accepted = accept >= 0 && best_arena <= accept;
     const std::int64_t want = std::min(best_arena - 1, p.capacity);  // search arenas <= want
-    if (best_arena > proven && time_limit > 0 && node_limit != 0 && !(accept >= 0 && best_arena <= accept)) {
+    if (best_arena > proven && seconds > 0 && node_limit != 0 && !(accept >= 0 && best_arena <= accept)) {
       const auto pairs = overlapping_pairs(p);
-      if (relaxed.buffers.size() > max_buffers || pairs > max_overlaps) {
-        how = "search skipped: " + std::to_string(relaxed.buffers.size()) + " buffers, " + std::to_string(pairs) +
+      if (p.buffers.size() > max_buffers || pairs > max_overlaps) {
+        how = "search skipped: " + std::to_string(p.buffers.size()) + " buffers, " + std::to_string(pairs) +
               " overlapping pairs (limits " + std::to_string(max_buffers) + ", " + std::to_string(max_overlaps) + ")";
       } else {
         detail::canonical_search search(p);
