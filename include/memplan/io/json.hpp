@@ -208,10 +208,12 @@ inline std::string stem_of(std::string_view path) {
 namespace detail {
 
 // Parses JSON text; on a syntax error throws errc::parse_error with line, column and byte offset.
-inline json parse_json_text(std::string_view text, const std::string& source) {
+// J: io::json (keeps key order) or nlohmann::json (sorted keys, O(log n) lookups: for big objects).
+template <class J = json>
+J parse_json_text(std::string_view text, const std::string& source) {
   try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+    return J::parse(text.begin(), text.end());
+  } catch (const typename J::parse_error& e) {
     const auto byte = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i < byte; ++i) {
@@ -227,7 +229,8 @@ inline json parse_json_text(std::string_view text, const std::string& source) {
   }
 }
 
-inline std::string short_dump(const json& v) {
+template <class J>
+std::string short_dump(const J& v) {
   auto s = v.dump();
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;

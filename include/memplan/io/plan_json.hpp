@@ -74,13 +74,17 @@ inline json plan_to_json(const problem& p, const memory_plan& mp) {
     steps.push_back(std::move(x));
   }
   j["steps"] = std::move(steps);
+  // Names are unique, so entries are appended without the ordered map's linear key search
+  // (O(n) instead of O(n^2) for a graph of n tensors).
   json offs = json::object();
+  auto& offs_map = offs.get_ref<json::object_t&>();
   for (tensor_id t = 0; t < p.num_tensors(); ++t)
-    if (p.storage_bytes(p.storage_of(t)) > 0) offs[p.tensor_name(t)] = mp.offsets[static_cast<std::size_t>(t)];
+    if (p.storage_bytes(p.storage_of(t)) > 0) offs_map.emplace_back(p.tensor_name(t), mp.offsets[static_cast<std::size_t>(t)]);
   j["offsets"] = std::move(offs);
   json ws = json::object();
+  auto& ws_map = ws.get_ref<json::object_t&>();
   for (op_id o = 0; o < p.num_ops(); ++o)
-    if (p.workspace(o) > 0) ws[p.op_name(o)] = mp.workspace_offsets[static_cast<std::size_t>(o)];
+    if (p.workspace(o) > 0) ws_map.emplace_back(p.op_name(o), mp.workspace_offsets[static_cast<std::size_t>(o)]);
   j["workspace_offsets"] = std::move(ws);
   j["stats"] = stats_to_json(mp.stats);
   return j;
@@ -88,7 +92,9 @@ inline json plan_to_json(const problem& p, const memory_plan& mp) {
 
 namespace detail {
 
+template <class J>
 struct plan_reader {
+  using json = J;
   const problem& p;
   std::string source;
 
@@ -101,9 +107,9 @@ struct plan_reader {
     return *it;
   }
   std::int64_t integer(const json& v, const std::string& what) const {
-    if (v.is_number_integer()) return v.get<std::int64_t>();
+    if (v.is_number_integer()) return v.template get<std::int64_t>();
     if (v.is_number_unsigned()) {
-      const auto u = v.get<std::uint64_t>();
+      const auto u = v.template get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         throw parse(what + " " + std::to_string(u) + " overflows a signed 64-bit integer");
       return static_cast<std::int64_t>(u);
@@ -112,21 +118,21 @@ struct plan_reader {
   }
   double number(const json& v, const std::string& what) const {
     if (!v.is_number()) throw parse(what + " is " + short_dump(v) + ", not a number");
-    return v.get<double>();
+    return v.template get<double>();
   }
   std::string string(const json& v, const std::string& what) const {
     if (!v.is_string()) throw parse(what + " is " + short_dump(v) + ", not a string");
-    return v.get<std::string>();
+    return v.template get<std::string>();
   }
 
   memory_plan read(const json& j) const {
     if (!j.is_object()) throw parse("the top level is not a JSON object (expected {\"format\": \"memplan-plan\", ...})");
     auto f = j.find("format");
     if (f == j.end()) throw parse("missing \"format\": \"memplan-plan\" (is this a memplan plan file?)");
-    if (!f->is_string() || f->get<std::string>() != plan_format_name)
+    if (!f->is_string() || f->template get<std::string>() != plan_format_name)
       throw parse("\"format\" is " + short_dump(*f) + ", expected \"memplan-plan\"");
     const auto& v = field(j, "version", "the plan");
-    if (!v.is_number_integer() || v.get<std::int64_t>() != plan_format_version)
+    if (!v.is_number_integer() || v.template get<std::int64_t>() != plan_format_version)
       throw parse("\"version\" is " + short_dump(v) + ", this reader reads plan version 1 only");
 
     memory_plan mp;
@@ -226,11 +232,16 @@ struct plan_reader {
 
 // The plan a JSON document describes, for graph `p`. Not verified: call memplan::verify.
 inline memory_plan plan_from_json(const problem& p, const json& j, const std::string& source = "<plan>") {
-  return detail::plan_reader{p, source}.read(j);
+  return detail::plan_reader<json>{p, source}.read(j);
+}
+inline memory_plan plan_from_json(const problem& p, const nlohmann::json& j, const std::string& source = "<plan>") {
+  return detail::plan_reader<nlohmann::json>{p, source}.read(j);
 }
 
+// Parsed with sorted keys: a plan's "offsets" object has one key per tensor, and an order-keeping
+// map would make parsing quadratic.
 inline memory_plan parse_plan(const problem& p, std::string_view text, const std::string& source = "<plan>") {
-  return plan_from_json(p, detail::parse_json_text(text, source), source);
+  return plan_from_json(p, detail::parse_json_text<nlohmann::json>(text, source), source);
 }
 
 inline memory_plan read_plan(const problem& p, const std::string& path) { return parse_plan(p, read_text_file(path), path); }
