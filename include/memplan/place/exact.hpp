@@ -219,12 +219,15 @@ class canonical_search {
       if (key + size_[sk] > target_) continue;
       cands.push_back({key, rank, k});
     }
-    std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
-      return a.key != b.key ? a.key < b.key : a.rank < b.rank;
-    });
+    // Candidates in (offset, preorder) order, popped from a heap: a dive usually needs only the first.
+    const auto later = [](const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; };
+    std::make_heap(cands.begin(), cands.end(), later);
     std::vector<change> offs, floors;
     std::vector<int> affected;
-    for (const auto& c : cands) {
+    while (!cands.empty()) {
+      std::pop_heap(cands.begin(), cands.end(), later);
+      const cand c = cands.back();
+      cands.pop_back();
       const auto k = static_cast<std::size_t>(c.k);
       const auto top = c.key + size_[k];
       off_[k] = c.key;
