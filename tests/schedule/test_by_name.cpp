@@ -11,13 +11,15 @@ using namespace memplan;
 
 TEST_CASE("by_name: every registered policy runs, verifies, and is never below exact") {
   const auto names = schedule::scheduler_names();
-  CHECK(names == std::vector<std::string>{"given", "depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware",
-                                          "reverse_min_net_growth", "best_of",
-                                          "local_search", "exact", "default"});
+  const std::vector<std::string> mine{"given", "depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware",
+                                      "reverse_min_net_growth", "best_of", "local_search", "exact", "default"};
+  REQUIRE(names.size() >= mine.size());  // the solver layer registers olla_ilp after these
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(mine.size())) == mine);
   for (std::uint64_t seed = 0; seed < 25; ++seed) {
     const auto p = make_problem(testing::random_dag(seed, {.ops = 10, .p_inplace = 0.2, .p_control = 0.1}));
     const auto best = schedule::exact{}.run(p).peak;
     for (const auto& n : names) {
+      if (n == "olla_ilp") continue;  // the solver layer's policy: tested with the solver
       const auto s = schedule::by_name(n, {.time_limit_s = 5});
       const auto r = testing::check_scheduler(p, s);
       CHECK(r.peak >= best);
@@ -29,7 +31,7 @@ TEST_CASE("by_name: OLLA Figure 3 optimum by every policy but given") {
   const auto p = make_problem(testing::olla_figure3_graph());
   for (const auto& n : schedule::scheduler_names()) {
     INFO(n);
-    const auto r = schedule::by_name(n).run(p);
+    const auto r = schedule::by_name(n, {.time_limit_s = 10}).run(p);
     CHECK(r.peak == (n == "given" ? 60 : 45));
   }
 }
@@ -63,7 +65,7 @@ TEST_CASE("by_name: unknown names list the valid ones; options pass through") {
 TEST_CASE("by_name: same input and options give the same order") {
   const auto p = make_problem(testing::random_dag(8, {.ops = 12}));
   for (const auto& n : schedule::scheduler_names()) {
-    if (n == "local_search" || n == "default") continue;  // time-capped: checked with iteration budgets elsewhere
+    if (n == "local_search" || n == "default" || n == "olla_ilp") continue;  // time-capped: checked with iteration budgets elsewhere
     CHECK(schedule::by_name(n).run(p).order == schedule::by_name(n).run(p).order);
   }
 }
@@ -76,6 +78,7 @@ TEST_CASE("by_name: every policy verifies on training-like graphs (in-place upda
       const auto p = make_problem(bench::training_graph(m));
       const auto given = schedule::given{}.run(p).peak;
       for (const auto& n : schedule::scheduler_names()) {
+        if (n == "olla_ilp") continue;
         if (n == "exact" && p.num_ops() > 64) {
           CHECK_THROWS_AS((void)schedule::by_name(n).run(p), memplan::error);
           continue;
