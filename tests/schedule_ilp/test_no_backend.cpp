@@ -19,8 +19,11 @@ using namespace memplan;
 TEST_CASE("schedule::olla_ilp without a backend falls back to default_scheduler and says so") {
   for (std::uint64_t seed = 0; seed < 10; ++seed) {
     const auto p = make_problem(testing::random_dag(seed, {.ops = 15}));
-    const auto r = schedule::olla_ilp{}.run(p);
-    const auto d = schedule::default_scheduler{}.run(p);
+    // default_scheduler with an iteration budget and no time cap, so that the comparison is deterministic
+    const schedule::default_scheduler det{.time_limit_s = -1, .max_iterations = 5000};
+    const auto r = schedule::olla_ilp{.warm_start = det}.run(p);
+    const auto d = det.run(p);
+    CHECK(schedule::olla_ilp{}.warm_start.name() == "default");
     INFO("seed " << seed << ": " << r.note);
     CHECK(r.order == d.order);
     CHECK(r.peak == d.peak);
@@ -37,8 +40,9 @@ TEST_CASE("schedule::olla_ilp without a backend falls back to default_scheduler 
 TEST_CASE("place::olla_ilp without a backend falls back to default_placer and says so") {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     const auto bp = place::testing::random_instance(seed, {.buffers = 30, .steps = 12, .max_size = 50});
-    const auto r = place::olla_ilp{}.place(bp);
-    const auto d = place::default_placer{}.place(bp);
+    const place::default_placer det{.time_limit = 1e9, .node_limit = 20000};  // deterministic budget
+    const auto r = place::olla_ilp{.warm_start = det}.place(bp);
+    const auto d = det.place(bp);
     INFO("seed " << seed << ": " << r.note);
     CHECK(!place::check(bp, r));
     CHECK(r.arena == d.arena);
