@@ -163,8 +163,9 @@ int main(int argc, char** argv) {
   std::printf("\nTARGET default within 1%% of the lower bound: %d of %d graphs\n", within, counted);
   if (with_exact > 0)
     std::printf("       (default equals the proven optimum of exact on %d of the %d graphs small enough for it)\n", at_exact, with_exact);
-  std::printf("TARGET median default plan time <= 0.5 s: median %.3f s (budget %.2f s) -> %s\n", median, budget,
-              median <= 0.5 ? "met" : "NOT met");
+  const double slowest = times.empty() ? 0.0 : times.back();
+  std::printf("TARGET median default plan time <= 0.5 s: median %.3f s, slowest %.3f s (local-search cap %.2f s) -> %s\n", median,
+              slowest, budget, median <= 0.5 ? "met" : "NOT met");
 
   // 100k-op synthetic graph: a deep residual training graph.
   bench::training_graph_options big;
