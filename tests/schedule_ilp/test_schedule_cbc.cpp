@@ -1,6 +1,8 @@
 // schedule::olla_ilp with CBC: the optimum of eq. 14 equals the exact scheduler / brute force.
 #include <doctest/doctest.h>
 
+#include <memplan/place/by_name.hpp>
+#include <memplan/schedule/by_name.hpp>
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
 #include <memplan/schedule/olla_ilp.hpp>
@@ -117,4 +119,18 @@ TEST_CASE("olla_ilp (CBC): size guard, time limit and progress") {
   CHECK(events >= 2);
   CHECK(quick.peak <= given.peak);  // never worse than the warm start
   testing::check_result(p, quick);
+}
+
+TEST_CASE("by_name(\"olla_ilp\") uses CBC when the program links it") {
+  const auto p = make_problem(testing::olla_figure3_graph());
+  const auto r = schedule::by_name("olla_ilp", {.time_limit_s = 5}).run(p);
+  INFO(r.note);
+  CHECK(r.peak == 45);
+  CHECK(r.note.find("no MILP backend") == std::string::npos);
+  place::buffer_problem bp;
+  bp.buffers = {{0, 2, 2}, {1, 4, 1}, {2, 4, 3}};
+  const auto pl = place::by_name("olla_ilp", 5).place(bp);
+  INFO(pl.note);
+  CHECK(pl.arena == 4);
+  CHECK(pl.note.find("no MILP backend") == std::string::npos);
 }
