@@ -240,7 +240,7 @@ TEST_CASE("every scheduler and placer the help lists can plan the small graph") 
   scratch s;
   const auto help = s.run("plan --help");
   REQUIRE(help.code == 0);
-  for (const auto* sch : {"given", "best_of", "local_search", "default", "exact"}) {
+  for (const auto* sch : {"given", "best_of", "local_search", "default", "exact", "olla_ilp"}) {
     CAPTURE(sch);
     CHECK(has(help.out, sch));
     const auto r = s.run("plan '" + data + "/small.json' -q --scheduler " + sch + " --time-limit 2 -o '" + s / "p.json" + "'");
