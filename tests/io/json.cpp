@@ -278,6 +278,8 @@ TEST_CASE("malformed documents: each is rejected with a specific message naming 
       {"syntax error on line 3", "{\"format\": \"memplan-graph\",\n \"version\": 1,\n \"tensors\": [,]}", errc::parse_error,
        {"not valid JSON at line 3", "column"}},
       {"empty document", "  \n", errc::parse_error, {"empty"}},
+      {"number beyond double", doc_of(R"({"id":"x","bytes":1e400,"kind":"input"})", ""), errc::parse_error,
+       {"not valid JSON", "number overflow parsing '1e400'"}},
       {"truncated JSON", R"({"format":"memplan-graph","version":1,"tensors":[)", errc::parse_error, {"not valid JSON"}},
       {"top level is a list", "[1,2,3]", errc::invalid_graph, {"top level is not a JSON object"}},
       {"missing format", R"({"version":1,"tensors":[],"ops":[]})", errc::invalid_graph, {"missing \"format\""}},

@@ -226,12 +226,17 @@ J parse_json_text(std::string_view text, const std::string& source) {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) why = "the document is empty";
     throw error(errc::parse_error, source + ": not valid JSON at line " + std::to_string(line) + ", column " +
                                        std::to_string(col) + " (byte " + std::to_string(byte) + "): " + why);
+  } catch (const typename J::exception& e) {
+    // E.g. out_of_range.406 "number overflow parsing '1e400'": a number no double can hold.
+    std::string why = e.what();
+    if (auto p = why.find("] "); p != std::string::npos && why.rfind("[json.exception", 0) == 0) why = why.substr(p + 2);
+    throw error(errc::parse_error, source + ": not valid JSON: " + why);
   }
 }
 
 template <class J>
 std::string short_dump(const J& v) {
-  auto s = v.dump();
+  auto s = v.dump(-1, ' ', false, J::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
@@ -631,7 +636,8 @@ inline json write_graph(const graph::dataflow_graph& g) {
 
 // Writes any JSON document to a file (.gz: gzip'd), compact, or indented when indent >= 0.
 inline void save_json(const std::string& path, const json& j, int indent = -1) {
-  write_text_file(path, j.dump(indent) + "\n");
+  // Names built in C++ may hold bytes that are not UTF-8: replace them rather than throw.
+  write_text_file(path, j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace memplan::io
