@@ -232,25 +232,6 @@ class planned_runner {
   std::unique_ptr<state> s_;
 };
 
-// One training step under the plan with the next batch of a stream; returns the loss. The data
-// path is eager train_step's: data_stream::next writes the batch straight into the feed tensors.
-template <class Stream>
-float train_step(planned_runner& r, const model& m, Stream& data) {
-  data.next(r.data(m.features), r.data(m.labels));
-  r.run();
-  return r.data(m.loss)[0];
-}
-
-// Test accuracy over `batches` fresh batches, forward nodes only, under the training plan.
-template <class Stream>
-double evaluate(planned_runner& r, const model& m, Stream& data, int batches) {
-  double acc = 0.0;
-  for (int b = 0; b < batches; ++b) {
-    data.next(r.data(m.features), r.data(m.labels));
-    r.run_forward();
-    acc += accuracy(r.data(m.probs), r.data(m.labels), m.classes);
-  }
-  return batches > 0 ? acc / batches : 0.0;
-}
+// train_step / evaluate (ad/models/model.hpp) take a planned_runner as they take an eager_runner.
 
 }  // namespace memplan::ad

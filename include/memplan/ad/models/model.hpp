@@ -37,18 +37,20 @@ inline double accuracy(std::span<const float> probs, std::span<const float> labe
   return static_cast<double>(right) / static_cast<double>(labels.size());
 }
 
-// One training step on the eager runner with the next batch of a stream; returns the loss.
-template <class Stream>
-float train_step(eager_runner& r, const model& m, Stream& data) {
+// One training step with the next batch of a stream; returns the loss. Runner is eager_runner or
+// planned_runner (ad/run_plan.hpp): both take data through data_stream::next into the feed tensors,
+// so eager and planned training see the same numbers by construction.
+template <class Runner, class Stream>
+float train_step(Runner& r, const model& m, Stream& data) {
   data.next(r.data(m.features), r.data(m.labels));
   r.run();
   return r.data(m.loss)[0];
 }
 
-// Test accuracy over `batches` fresh batches of a stream, forward pass only (batch norm uses the
+// Test accuracy over `batches` fresh batches of a stream, forward nodes only (batch norm uses the
 // statistics of each test batch: training mode is the only mode the kernels have).
-template <class Stream>
-double evaluate(eager_runner& r, const model& m, Stream& data, int batches) {
+template <class Runner, class Stream>
+double evaluate(Runner& r, const model& m, Stream& data, int batches) {
   double acc = 0.0;
   for (int b = 0; b < batches; ++b) {
     data.next(r.data(m.features), r.data(m.labels));
