@@ -21,8 +21,18 @@
 #include <utility>
 #include <vector>
 
+// Boost 1.74's named_graph.hpp trips g++ 12's -Wuninitialized / -Wmaybe-uninitialized on a
+// boost::optional when optimizing with sanitizers; the warning is about Boost's code, not ours.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graph_traits.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #include <memplan/core/error.hpp>
 #include <memplan/graph/index_range.hpp>
