@@ -62,4 +62,16 @@ inline std::int64_t brute_force_arena(const buffer_problem& p) {
   return best;
 }
 
+// The small-instance families every exact placer is checked on against brute force.
+inline std::vector<instance_options> small_instance_kinds() {
+  return {
+      {.buffers = 6, .steps = 6, .max_size = 8},
+      {.buffers = 7, .steps = 5, .max_size = 10},
+      {.buffers = 7, .steps = 8, .max_size = 64, .alignments = true},
+      {.buffers = 6, .steps = 6, .max_size = 40, .global_alignment = 8},
+      {.buffers = 7, .steps = 6, .max_size = 20, .pinned = 0.3},
+      {.buffers = 6, .steps = 4, .max_size = 12, .alignments = true, .pinned = 0.3, .zero_sizes = true},
+  };
+}
+
 }  // namespace memplan::place::testing

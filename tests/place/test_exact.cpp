@@ -12,14 +12,7 @@ using testing::instance_options;
 using testing::random_instance;
 
 TEST_CASE("exact equals brute force on small instances") {
-  std::vector<instance_options> kinds = {
-      {.buffers = 6, .steps = 6, .max_size = 8},
-      {.buffers = 7, .steps = 5, .max_size = 10},
-      {.buffers = 7, .steps = 8, .max_size = 64, .alignments = true},
-      {.buffers = 6, .steps = 6, .max_size = 40, .global_alignment = 8},
-      {.buffers = 7, .steps = 6, .max_size = 20, .pinned = 0.3},
-      {.buffers = 6, .steps = 4, .max_size = 12, .alignments = true, .pinned = 0.3, .zero_sizes = true},
-  };
+  const auto kinds = testing::small_instance_kinds();
   int strictly_better_than_greedy = 0;
   for (std::size_t k = 0; k < kinds.size(); ++k)
     for (std::uint64_t seed = 1; seed <= 60; ++seed) {

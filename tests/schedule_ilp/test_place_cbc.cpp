@@ -13,14 +13,7 @@ using namespace memplan;
 using namespace memplan::place;
 
 TEST_CASE("place::olla_ilp (CBC): equals brute force on small instances (no pre-placement)") {
-  const std::vector<testing::instance_options> kinds = {
-      {.buffers = 6, .steps = 6, .max_size = 8},
-      {.buffers = 7, .steps = 5, .max_size = 10},
-      {.buffers = 7, .steps = 8, .max_size = 64, .alignments = true},
-      {.buffers = 6, .steps = 6, .max_size = 40, .global_alignment = 8},
-      {.buffers = 7, .steps = 6, .max_size = 20, .pinned = 0.3},
-      {.buffers = 6, .steps = 4, .max_size = 12, .alignments = true, .pinned = 0.3, .zero_sizes = true},
-  };
+  const auto kinds = testing::small_instance_kinds();
   int closed = 0;
   for (std::size_t k = 0; k < kinds.size(); ++k)
     for (std::uint64_t seed = 1; seed <= 12; ++seed) {
