@@ -3,7 +3,8 @@
 
 #include <memplan/olla.hpp>
 #include <memplan/place/best_fit.hpp>
-#include <memplan/schedule/best_of.hpp>
+#include <memplan/core/best_of.hpp>
+#include <memplan/schedule/given.hpp>
 #include <memplan/schedule/local_search.hpp>
 
 int main() {

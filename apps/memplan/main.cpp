@@ -15,8 +15,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memplan/base/error.hpp>
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/core/bounds.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/dot.hpp>
@@ -24,8 +26,9 @@
 #include <memplan/io/plan_json.hpp>
 #include <memplan/io/report.hpp>
 #include <memplan/io/svg.hpp>
-#include <memplan/place/run_csv.hpp>
 
+#include "backends.hpp"
+#include "place_csv.hpp"
 #include "policies.hpp"
 
 namespace {
@@ -95,24 +98,25 @@ struct plan_args {
 int run_plan(const plan_args& a) {
   check_alignment(a.alignment);
   if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
+  const auto sched = schedulers().make(a.scheduler);
+  const auto placer = placers().make(a.placer);
   const auto p = io::read_graph(a.graph);
-  schedule::progress_callback progress;
+  plan_context ctx;
   if (a.verbose)
-    progress = [](const schedule::progress_event& e) {
+    ctx.progress = [](const progress_event& e) {
       char b[64];
       std::snprintf(b, sizeof b, "[%8.3f s] ", e.seconds);
       std::cerr << b << e.policy << ": " << e.message;
-      if (e.best_peak >= 0) std::cerr << " (best peak " << io::human_bytes(e.best_peak) << ")";
+      if (e.best >= 0) std::cerr << " (best " << io::human_bytes(e.best) << ")";
       std::cerr << "\n";
     };
-  const auto sched = cli::make_scheduler(a.scheduler, a.time_limit, progress);
-  const auto placer = cli::make_placer(a.placer, a.time_limit);
-  plan_options opt;
-  opt.alignment = a.alignment;
+  ctx.alignment = a.alignment;
+  ctx.time_limit_s = a.time_limit;
+  ctx.solver = cli::milp_backend();
   std::int64_t capacity = -1;
-  if (!a.capacity.empty()) opt.capacity = capacity = parse_bytes(a.capacity, "--capacity");
+  if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
   const auto t0 = std::chrono::steady_clock::now();
-  auto mp = memplan::plan(p, sched | placer, opt);
+  auto mp = memplan::plan(p, sched | placer, ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (capacity >= 0 && mp.arena > capacity)
     throw error(errc::infeasible, "the plan needs an arena of " + std::to_string(mp.arena) + " bytes, above --capacity " +
@@ -163,8 +167,7 @@ int run_stats(const std::string& graph, int top, bool as_json) {
     ++phases[p.phase(o)];
     workspace = std::max(workspace, p.workspace(o));
   }
-  std::vector<op_id> given(static_cast<std::size_t>(p.num_ops()));
-  for (std::size_t i = 0; i < given.size(); ++i) given[i] = static_cast<op_id>(i);
+  const auto given = given_order(p);
   const auto prof = profile(p, given);
   const auto lb = lower_bound_peak(p);
   std::vector<tensor_id> largest(static_cast<std::size_t>(p.num_tensors()));
@@ -245,14 +248,14 @@ int run_dot(const std::string& graph, const std::string& out, bool lr) {
 // ---- place -----------------------------------------------------------------------------------------------
 int run_place(const std::string& input, const std::string& capacity, const std::string& placer, double time_limit,
               const std::string& out) {
-  place::csv_run_options o;
+  cli::csv_run_options o;
   o.input = input;
   if (!capacity.empty()) o.capacity = parse_bytes(capacity, "--capacity");
   o.placer = placer;
-  o.time_limit = time_limit;
+  o.time_limit_s = time_limit;
   o.output = out;
-  (void)place::by_name(placer, time_limit);  // an unknown name is bad input, before any work
-  const auto r = place::run_csv(o, &std::cout);
+  (void)placers().make(placer);  // an unknown name is bad input, before any work
+  const auto r = cli::run_csv(o, &std::cout);
   if (auto bad = place::check(r.list.problem, r.placement)) throw error(errc::runtime_error, "placer returned an invalid placement: " + *bad);
   if (o.capacity && r.placement.arena > *o.capacity)
     throw error(errc::infeasible, input + ": no placement found within --capacity " + std::to_string(*o.capacity) + " (best arena " +
@@ -275,8 +278,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 invalid plan or infeasible capacity, 2 bad input, 3 internal/solver failure.\n"
       "Graph format and plan format: docs/format.md; this tool: docs/cli.md.");
 
-  const auto sched_names = cli::joined(cli::scheduler_names());
-  const auto place_names = cli::joined(cli::placer_names());
+  const auto sched_names = schedulers().joined_names();
+  const auto place_names = placers().joined_names();
 
   plan_args pa;
   auto* plan = app.add_subcommand("plan", "Plan a graph: order its ops and place its tensors in one arena; print a report.");
@@ -299,7 +302,7 @@ int main(int argc, char** argv) {
       "  memplan plan graph.json --alignment 256 --capacity 2GiB --time-limit 10\n"
       "The report shows the peak of the graph's own (given) order, the planned peak and its reduction, a lower\n"
       "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.\n"
-      "Schedulers:\n" + cli::scheduler_help() +
+      "Schedulers:\n" + schedulers().help() +
       "Placers: " + place_names + " (default: heuristics, then an exact search within --time-limit).");
 
   std::string vgraph, vplan;

@@ -34,12 +34,13 @@
 
 #include <sys/utsname.h>
 
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/problem.hpp>
-#include <memplan/place/by_name.hpp>
+#include <memplan/registry/placers.hpp>
 #include <memplan/place/online/caching_allocator.hpp>
-#include <memplan/schedule/by_name.hpp>
+#include <memplan/registry/schedulers.hpp>
 #include <zoo/zoo.hpp>
 
 #if defined(MEMPLAN_HARNESS_WITH_JSON) && __has_include(<memplan/io/json.hpp>)
@@ -49,6 +50,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
+#include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -88,6 +90,13 @@ struct options {
   bool verbose = false;  // full plan notes on stderr
 };
 
+// A scheduler whose answer is already known (it ran with its own time limit).
+struct precomputed_order {
+  schedule_result result;
+  [[nodiscard]] std::string name() const { return result.policy; }
+  [[nodiscard]] schedule_result run(const problem&, const plan_context&) const { return result; }
+};
+
 struct model_source {
   std::string family;  // e.g. resnet50, zoo-resnet1001
   std::string mode;    // train / infer
@@ -115,12 +124,6 @@ struct measurement {
   [[nodiscard]] double total() const { return 100.0 * static_cast<double>(pt_reserved - arena) / static_cast<double>(pt_reserved); }
 };
 
-std::vector<op_id> given_order(const problem& p) {
-  std::vector<op_id> o(static_cast<std::size_t>(p.num_ops()));
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = static_cast<op_id>(i);
-  return o;
-}
-
 measurement measure(const model_source& src, const options& opt) {
   measurement m;
   m.src = src;
@@ -132,7 +135,8 @@ measurement measure(const model_source& src, const options& opt) {
     const auto given = given_order(p);
     m.given_peak = peak_of(p, given);
     // PyTorch: its own order, its caching allocator (requests as made; the model rounds to 512 B).
-    const auto bp = to_buffer_problem(p, given, 1);
+    buffer_origin origin;
+    const auto bp = to_buffers(p, make_timeline(p, given), 1, origin);
     const auto pt = place::online::caching_allocator{}.simulate(bp);
     m.pt_reserved = pt.reserved;
     m.pt_resident = pt.resident_peak;
@@ -141,17 +145,21 @@ measurement measure(const model_source& src, const options& opt) {
       throw error(errc::invalid_plan, "caching-allocator replay holds " + std::to_string(m.pt_resident) +
                                           " live bytes at its peak, the memory rule says " + std::to_string(m.given_peak));
     // memplan: scheduler + placer, verified by plan().
-    schedule::options so;
-    so.time_limit_s = opt.schedule_time;
-    const auto sched = schedule::by_name(opt.scheduler, so);
-    const auto placer = place::by_name(opt.placer, opt.place_time);
-    plan_options po;
-    po.alignment = opt.alignment;
-    const auto mp = plan(p, sched | placer, po);
+    // The time limits go with each stage: the scheduler's and the placer's own.
+    const auto sched = schedulers().make(opt.scheduler);
+    const auto placer = placers().make(opt.placer);
+    plan_context sctx, pctx;
+    sctx.time_limit_s = opt.schedule_time;
+    pctx.time_limit_s = opt.place_time;
+    pctx.alignment = opt.alignment;
+    const auto ts = std::chrono::steady_clock::now();
+    const auto order = sched.run(p, sctx);
+    const double sched_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+    const auto mp = plan(p, precomputed_order{order} | placer, pctx);
     m.best_peak = mp.stats.peak;
     m.lower_bound = mp.stats.lower_bound;
     m.arena = mp.arena;
-    m.sched_s = mp.stats.schedule_seconds;
+    m.sched_s = sched_s;
     m.place_s = mp.stats.place_seconds;
     m.sched_policy = mp.stats.scheduler;
     m.place_policy = mp.stats.placer;
@@ -594,8 +602,8 @@ int main(int argc, char** argv) {
       else throw error(errc::invalid_argument, "unknown option '" + a + "'");
     }
     // Fail early on bad policy names.
-    (void)schedule::by_name(opt.scheduler);
-    (void)place::by_name(opt.placer);
+    (void)schedulers().make(opt.scheduler);
+    (void)placers().make(opt.placer);
 
     std::string note;
     std::vector<model_source> models;

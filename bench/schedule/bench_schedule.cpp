@@ -12,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
+#include <memplan/registry/schedulers.hpp>
 #include <memplan/schedule/schedulers.hpp>
 
 #include "training_graphs.hpp"
 
 #ifdef MEMPLAN_BENCH_WITH_JSON
+#include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #endif
 
@@ -102,10 +106,10 @@ int main(int argc, char** argv) {
   }
   std::vector<row_policy> policies;
   for (const auto& n : {"depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware", "reverse_min_net_growth"})
-    policies.push_back({n, schedule::by_name(n)});
+    policies.push_back({n, schedulers().make(n)});
   policies.push_back({"peak_aware+early_updates",
                       schedule::list_scheduler{schedule::priority::min_net_growth, true, schedule::tie_break::dfs, true, false}});
-  policies.push_back({"best_of", schedule::by_name("best_of")});
+  policies.push_back({"best_of", schedulers().make("best_of")});
   policies.push_back({"default", schedule::default_scheduler{.time_limit_s = budget}});
 
   std::vector<graph_result> results;

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/plan.hpp>
+#include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/greedy_by_size.hpp>
@@ -61,10 +63,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!solver::cbc::available()) {
-    std::fprintf(stderr, "CBC is not available in this build\n");
-    return 1;
-  }
   struct entry { std::string name; problem p; };
   std::vector<entry> graphs;
   for (const auto& f : std::filesystem::directory_iterator(std::string(MEMPLAN_SOURCE_DIR) + "/data/models")) {
@@ -108,7 +106,8 @@ int main(int argc, char** argv) {
     const double gap = r.peak > 0 ? static_cast<double>(r.peak - r.lower_bound) / static_cast<double>(r.peak) : 0.0;
     std::string arena_default = "-", arena_ilp = "-", place_status = "-";
     if (do_place) {
-      const auto bp = to_buffer_problem(p, r.order, 1);
+      buffer_origin origin;
+      const auto bp = to_buffers(p, make_timeline(p, r.order), 1, origin);
       const auto dp = place::default_placer{}.place(bp);
       place::olla_ilp pilp{.backend = solver::cbc{}, .time_limit_s = limit};
       if (warm_given) pilp.warm_start = place::greedy_by_size{};  // a weak start: the MILP does the work

@@ -9,10 +9,13 @@
 // list-scheduling heuristics + local search), then places every tensor in one arena (OLLA §3.3,
 // the default placer: greedy placers, then exact search until the arena meets its lower bound),
 // and returns a memory_plan that memplan::verify accepted. For the ILP formulations (eq. 14/15)
-// compose a pipeline with schedule::olla_ilp / place::olla_ilp and include <memplan/solver/cbc.hpp>.
+// compose a pipeline with schedule::olla_ilp / place::olla_ilp and pass a MILP backend in the
+// context (plan_context::solver = solver::cbc{} from <memplan/solver/cbc.hpp>, target memplan::cbc).
 #include <cstdint>
 #include <limits>
 
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/verify.hpp>
@@ -20,16 +23,16 @@
 #include <memplan/graph/traits.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
-#include <memplan/schedule/given.hpp>
 
 namespace memplan::olla {
 
 struct options {
-  double schedule_time_limit_s = 1.0;  // budget of the default scheduler
-  double place_time_limit_s = 0.05;    // budget of the default placer
+  double schedule_time_limit_s = 1.0;  // time limit of the default scheduler's search
+  double place_time_limit_s = 0.05;    // time limit of the default placer's search
   std::int64_t alignment = 1;          // every offset a multiple of this (power of two)
-  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();  // errc::infeasible above it
+  std::int64_t capacity = -1;          // arena limit in bytes (errc::infeasible above it); -1: none
   bool reorder = true;                 // false: keep the graph's given order, only place
+  bool deterministic = false;          // work limits instead of time limits (plan_context::deterministic)
 };
 
 // The pipeline optimize() runs, for users who want to compose further.
@@ -42,13 +45,16 @@ inline auto default_pipeline(const options& opt = {}) {
 }
 
 inline memory_plan optimize(const problem& p, const options& opt = {}) {
-  const plan_options po{.alignment = opt.alignment, .capacity = opt.capacity};
+  plan_context ctx;
+  ctx.alignment = opt.alignment;
+  ctx.capacity = opt.capacity;
+  ctx.deterministic = opt.deterministic;
   if (!opt.reorder) {
     place::default_placer pl;
     pl.time_limit = opt.place_time_limit_s;
-    return plan(p, schedule::given{} | pl, po);
+    return plan(p, pl, ctx);
   }
-  return plan(p, default_pipeline(opt), po);
+  return plan(p, default_pipeline(opt), ctx);
 }
 
 template <op_graph G>

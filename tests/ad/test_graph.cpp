@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/ad/eager.hpp>
 #include <memplan/ad/graph.hpp>
 #include <memplan/ad/models/cnn.hpp>

@@ -8,14 +8,16 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/ad/data.hpp>
 #include <memplan/ad/models/cnn.hpp>
 #include <memplan/ad/models/mlp.hpp>
 #include <memplan/ad/models/transformer.hpp>
 #include <memplan/ad/run_plan.hpp>
-#include <memplan/place/by_name.hpp>
-#include <memplan/schedule/by_name.hpp>
-#include <memplan/solver/cbc.hpp>
+#include <memplan/registry/placers.hpp>
+#include <memplan/registry/schedulers.hpp>
+
+#include "../support/milp_backend.hpp"
 
 namespace adplanned {
 
@@ -25,7 +27,7 @@ using namespace memplan;
 // schedule be placed by every placer without re-running a 1-second search per pair.
 struct precomputed {
   schedule_result result;
-  [[nodiscard]] schedule_result run(const problem&) const { return result; }
+  [[nodiscard]] schedule_result run(const problem&, const plan_context& = {}) const { return result; }
   [[nodiscard]] std::string name() const { return result.policy.empty() ? "precomputed" : result.policy; }
 };
 
@@ -93,7 +95,11 @@ inline void check_planned(const case_model& c, const problem& prob, const precom
   CAPTURE(sch.name());
   CAPTURE(placer);
   // The searching placers get a short budget: the check is about the plan's validity, not its quality.
-  auto mp = plan(prob, sch | place::by_name(placer, 0.2), {.alignment = ad::plan_alignment});
+  plan_context ctx;
+  ctx.alignment = ad::plan_alignment;
+  ctx.time_limit_s = 0.2;
+  ctx.solver = memplan::testing::milp_backend();
+  auto mp = plan(prob, sch | placers().make(placer), ctx);
   ad::planned_runner r(c.m.step, prob, mp, {.poison = true});
   std::vector<float> losses;
   std::vector<std::int64_t> high;
@@ -131,14 +137,16 @@ inline std::vector<scheduled> all_schedules(const problem& prob, const std::vect
   std::vector<scheduled> r;
   for (const auto& n : names) {
     scheduled s{n, std::nullopt, {}};
-    if (is_ilp(n) && !solver::cbc::available()) {
+    if (is_ilp(n) && !memplan::testing::milp_backend().available()) {
       s.skipped = ilp_skip_reason;
     } else if (n == "exact" && prob.num_ops() > 64) {
       s.skipped = "schedule::exact handles at most 64 ops, this graph has " + std::to_string(prob.num_ops());
     } else {
       // default / local_search / exact: 0.5 s budgets keep the suite short; any valid order will do.
-      auto sch = schedule::by_name(n, {.time_limit_s = 0.5});
-      auto res = sch.run(prob);
+      plan_context ctx;
+      ctx.time_limit_s = 0.5;
+      ctx.solver = memplan::testing::milp_backend();
+      auto res = schedulers().make(n).run(prob, ctx);
       if (res.policy.empty()) res.policy = n;
       s.result = precomputed{std::move(res)};
     }
@@ -155,14 +163,14 @@ inline void cross_product(const case_model& c, const std::vector<std::string>& s
   REQUIRE_FALSE(same_bits(ref.initial, ref.state));  // training moved the state: equality below means something
   int pairs = 0;
   for (const auto& pl : placers)
-    if (is_ilp(pl) && !solver::cbc::available()) MESSAGE(c.name << ": placer '" << pl << "' skipped: " << ilp_skip_reason);
+    if (is_ilp(pl) && !memplan::testing::milp_backend().available()) MESSAGE(c.name << ": placer '" << pl << "' skipped: " << ilp_skip_reason);
   for (const auto& s : all_schedules(prob, schedulers)) {
     if (!s.result) {
       MESSAGE(c.name << ": scheduler '" << s.name << "' skipped: " << s.skipped);
       continue;
     }
     for (const auto& pl : placers) {
-      if (is_ilp(pl) && !solver::cbc::available()) continue;
+      if (is_ilp(pl) && !memplan::testing::milp_backend().available()) continue;
       check_planned(c, prob, *s.result, pl, ref, steps, seed);
       ++pairs;
     }

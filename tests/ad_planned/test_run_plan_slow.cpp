@@ -11,7 +11,7 @@ TEST_CASE("planned training (slow): wider CNN, every scheduler x every placer, 2
                           ad::models::cnn({.batch = 8, .channels = 1, .height = 16, .width = 16, .width_mult = 8, .classes = 3},
                                           ad::adam{0.01f}),
                           1};
-  adplanned::cross_product(c, schedule::scheduler_names(), place::placer_names(), 20);
+  adplanned::cross_product(c, schedulers().names(), placers().names(), 20);
 }
 
 TEST_CASE("planned training (slow): larger transformer, every scheduler x every placer, 20 steps bitwise equal to eager") {
@@ -20,5 +20,5 @@ TEST_CASE("planned training (slow): larger transformer, every scheduler x every 
                               {.batch = 8, .length = 4, .vocab = 6, .dim = 32, .heads = 2, .mlp_hidden = 64, .classes = 2},
                               ad::sgd{0.05f, 0.9f}),
                           2};
-  adplanned::cross_product(c, schedule::scheduler_names(), place::placer_names(), 20);
+  adplanned::cross_product(c, schedulers().names(), placers().names(), 20);
 }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 

@@ -34,6 +34,14 @@ std::string violation(const problem& p, const memory_plan& mp) {
   return r.ok ? "<valid>" : r.violation;
 }
 
+// The first materialization of tensor t's storage.
+std::size_t mat_of(const problem& p, const memory_plan& mp, tensor_id t) {
+  for (std::size_t m = 0; m < mp.mats.size(); ++m)
+    if (mp.mats[m].storage == p.storage_of(t)) return m;
+  FAIL("no materialization");
+  return 0;
+}
+
 std::int32_t step_index(const memory_plan& mp, step_kind k, std::int32_t id) {
   for (std::size_t i = 0; i < mp.steps.size(); ++i)
     if (mp.steps[i].kind == k && mp.steps[i].id == id) return static_cast<std::int32_t>(i);
@@ -87,23 +95,23 @@ TEST_CASE("verify: mutation tests -- each broken invariant is rejected with a pr
   }
   SUBCASE("two live tensors overlap") {
     auto mp = good;
-    mp.offsets[3] = mp.offsets[2];  // b onto a while g runs (both live)
+    mp.mats[mat_of(p, mp, 3)].offset = mp.mats[mat_of(p, mp, 2)].offset;  // b onto a while g runs (both live)
     auto v = violation(p, mp);
     CHECK(v.find("overlaps live tensor 'a'") != std::string::npos);
     CHECK(v.find("step 1 (compute 'g')") != std::string::npos);
   }
   SUBCASE("workspace overlaps a live tensor") {
     auto mp = good;
-    mp.workspace_offsets[0] = mp.offsets[2];
+    mp.steps[static_cast<std::size_t>(step_index(mp, step_kind::compute, 0))].workspace_offset = mp.mats[mat_of(p, mp, 2)].offset;
     CHECK(violation(p, mp).find("workspace of 'f'") != std::string::npos);
   }
   SUBCASE("misaligned offset") {
     auto mp = valid_plan(p, 8);
     REQUIRE(verify(p, mp).ok);
-    mp.offsets[4] += 4;
+    mp.mats[mat_of(p, mp, 4)].offset += 4;
     mp.arena += 8;
     mp.stats.arena = mp.arena;
-    CHECK(violation(p, mp).find("tensor 'y' at offset") != std::string::npos);
+    CHECK(violation(p, mp).find("tensor 'y' (materialization 4) at offset") != std::string::npos);
     CHECK(violation(p, mp).find("not aligned to 8") != std::string::npos);
   }
   SUBCASE("offset outside the arena") {
@@ -154,35 +162,53 @@ TEST_CASE("verify: mutation tests -- each broken invariant is rejected with a pr
     mp.steps.insert(mp.steps.begin() + 1, step{step_kind::prefetch, 2});
     CHECK(violation(p, mp).find("not on the host") != std::string::npos);
   }
-  SUBCASE("recompute before compute, and recompute over a live value") {
+  SUBCASE("recompute before compute, and recompute over a value that holds no longer") {
     auto mp = good;
-    mp.steps.insert(mp.steps.begin(), step{step_kind::recompute, 0});
+    auto rf = step{step_kind::recompute, 0};
+    rf.workspace_offset = mp.steps[static_cast<std::size_t>(step_index(mp, step_kind::compute, 0))].workspace_offset;
+    mp.steps.insert(mp.steps.begin(), rf);
     CHECK(violation(p, mp).find("never computed") != std::string::npos);
+  }
+  SUBCASE("a recompute of a value still live leaves it; naming a materialization it does not create is caught") {
     auto mp2 = good;
-    mp2.steps.insert(mp2.steps.begin() + step_index(mp2, step_kind::compute, 0) + 1, step{step_kind::recompute, 0});
+    const auto at = static_cast<std::size_t>(step_index(mp2, step_kind::compute, 0)) + 1;
+    auto rf = step{step_kind::recompute, 0};
+    rf.workspace_offset = mp2.steps[at - 1].workspace_offset;
+    mp2.steps.insert(mp2.steps.begin() + static_cast<std::ptrdiff_t>(at), rf);
     mp2.stats.recompute_cost = p.cost(0);
-    CHECK(violation(p, mp2).find("already live") != std::string::npos);
+    CHECK(verify(p, mp2).ok);
+    mp2.steps[at].mat = 2;
+    CHECK(violation(p, mp2).find("creates none") != std::string::npos);
+  }
+  SUBCASE("a step that materializes into another storage's materialization") {
+    auto mp = good;
+    auto& g = mp.steps[static_cast<std::size_t>(step_index(mp, step_kind::compute, 1))];
+    g.mat = static_cast<std::int32_t>(mat_of(p, mp, 2));  // g writes b into a's materialization
+    CHECK(violation(p, mp).find("which belongs to 'a'") != std::string::npos);
+  }
+  SUBCASE("a materialization no step creates, and one created twice") {
+    auto mp = good;
+    mp.mats.push_back({p.storage_of(3), 0, 0, 0});
+    CHECK(violation(p, mp).find("is created by no step") != std::string::npos);
+    auto mp2 = good;
+    mp2.steps[static_cast<std::size_t>(step_index(mp2, step_kind::compute, 2))].mat =
+        mp2.steps[static_cast<std::size_t>(step_index(mp2, step_kind::compute, 1))].mat;
+    CHECK(!verify(p, mp2).ok);
+  }
+  SUBCASE("the preexisting storages are the first materializations") {
+    auto mp = good;
+    std::swap(mp.mats[0], mp.mats[1]);
+    CHECK(violation(p, mp).find("should be preexisting tensor 'x'") != std::string::npos);
+  }
+  SUBCASE("an implementation that does not exist") {
+    auto mp = good;
+    mp.steps[static_cast<std::size_t>(step_index(mp, step_kind::compute, 1))].impl = 0;
+    CHECK(violation(p, mp).find("implementation 0 does not exist") != std::string::npos);
   }
   SUBCASE("transfer bytes claimed wrongly") {
     auto mp = good;
     mp.stats.transfer_bytes = 1;
     CHECK(violation(p, mp).find("transfer bytes") != std::string::npos);
-  }
-  SUBCASE("tensors of one storage at different offsets") {
-    graph::dataflow_graph g("inplace");
-    auto x = g.add_tensor("x", 4, tensor_kind::input);
-    auto a = g.add_tensor("a", 4);
-    auto a2 = g.add_tensor("a2", 4, tensor_kind::output);
-    g.add_op("p", {x}, {a});
-    g.add_op("relu_", {a}, {a2});
-    g.set_inplace_of(a2, a);
-    const auto q = make_problem(g);
-    auto mp = valid_plan(q);
-    REQUIRE(verify(q, mp).ok);
-    mp.offsets[2] = mp.offsets[1] + 4;
-    mp.arena += 8;
-    mp.stats.arena = mp.arena;
-    CHECK(violation(q, mp).find("shares storage with 'a'") != std::string::npos);
   }
 }
 
@@ -193,17 +219,44 @@ TEST_CASE("verify: offload/prefetch and recompute plans are accepted when right"
   const auto g_at = step_index(mp, step_kind::compute, 1);
   mp.steps.insert(mp.steps.begin() + g_at, step{step_kind::prefetch, 2});
   mp.steps.insert(mp.steps.begin() + g_at, step{step_kind::offload, 2});
+  relink(p, mp, /*inherit_offsets=*/true);  // the prefetched a goes back where it was
   mp.stats.transfer_bytes = 16;
   CHECK(verify(p, mp).ok);
+  CHECK(mp.mats.size() == 6);
   // free a after f, recompute f before g: valid, recompute cost counted.
   auto rc = valid_plan(p);
   const auto g2 = step_index(rc, step_kind::compute, 1);
   rc.steps.insert(rc.steps.begin() + g2, step{step_kind::recompute, 0});
   rc.steps.insert(rc.steps.begin() + g2, step{step_kind::free, 2});
+  relink(p, rc, true);
   rc.stats.recompute_cost = p.cost(0);
   CHECK(verify(p, rc).ok);
+  // The recomputed a may live elsewhere: its own materialization, its own offset.
+  auto moved = rc;
+  moved.mats[static_cast<std::size_t>(moved.steps[static_cast<std::size_t>(step_index(moved, step_kind::recompute, 0))].mat)].offset =
+      moved.arena;  // above everything
+  moved.arena += 8;
+  moved.stats.arena = moved.arena;
+  CHECK(verify(p, moved).ok);
   rc.stats.recompute_cost += 1;
   CHECK(violation(p, rc).find("recompute cost") != std::string::npos);
+}
+
+TEST_CASE("verify: a resident storage must end where it started") {
+  const auto p = make_problem(chain());
+  auto mp = valid_plan(p);
+  // offload the weight after g and prefetch it right back, at another offset.
+  const auto h_at = step_index(mp, step_kind::compute, 2);
+  mp.steps.insert(mp.steps.begin() + h_at, step{step_kind::prefetch, 1});
+  mp.steps.insert(mp.steps.begin() + h_at, step{step_kind::offload, 1});
+  relink(p, mp, true);
+  mp.stats.transfer_bytes = 16;
+  CHECK(verify(p, mp).ok);
+  const auto back = mp.steps[static_cast<std::size_t>(step_index(mp, step_kind::prefetch, 1))].mat;
+  mp.mats[static_cast<std::size_t>(back)].offset = mp.arena;
+  mp.arena += 8;
+  mp.stats.arena = mp.arena;
+  CHECK(violation(p, mp).find("resident tensor 'w' ends at offset") != std::string::npos);
 }
 
 TEST_CASE("verify: every plan on random DAGs verifies; corrupting it is caught") {
@@ -220,7 +273,7 @@ TEST_CASE("verify: every plan on random DAGs verifies; corrupting it is caught")
         const auto& b = lt[static_cast<std::size_t>(r)];
         if (!a.live() || !b.live() || a.last < b.first || b.last < a.first) continue;
         auto bad = mp;
-        for (auto t : p.storage_tensors(s)) bad.offsets[static_cast<std::size_t>(t)] = mp.offsets[static_cast<std::size_t>(p.storage_root(r))];
+        bad.mats[mat_of(p, mp, p.storage_root(s))].offset = mp.mats[mat_of(p, mp, p.storage_root(r))].offset;
         ++tried;
         caught += !verify(p, bad).ok;
         break;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/graph/traits.hpp>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/io/dot.hpp>
 #include <memplan/io/json.hpp>
 

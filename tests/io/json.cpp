@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/io/dtype.hpp>
+#include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 
 using namespace memplan;
@@ -18,12 +21,6 @@ using namespace memplan;
 namespace {
 
 const std::string data_dir = MEMPLAN_IO_TEST_DATA;
-
-std::vector<op_id> given_order(const problem& p) {
-  std::vector<op_id> o(static_cast<std::size_t>(p.num_ops()));
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = static_cast<op_id>(i);
-  return o;
-}
 
 // Structural equality of two problems by names (the ids of a round trip must agree too).
 void check_same(const problem& a, const problem& b) {

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
@@ -29,8 +31,7 @@ std::string numbered(const char* prefix, long long i) {
 
 void check_same_plan(const memory_plan& a, const memory_plan& b) {
   CHECK(a.steps == b.steps);
-  CHECK(a.offsets == b.offsets);
-  CHECK(a.workspace_offsets == b.workspace_offsets);
+  CHECK(a.mats == b.mats);
   CHECK(a.arena == b.arena);
   CHECK(a.alignment == b.alignment);
   CHECK(a.stats.peak == b.stats.peak);
@@ -47,9 +48,29 @@ void check_same_plan(const memory_plan& a, const memory_plan& b) {
 }
 
 memory_plan plan_of(const problem& p, std::int64_t alignment = 1) {
-  plan_options o;
+  plan_context o;
   o.alignment = alignment;
   return plan(p, schedule::given{} | place::best_fit{}, o);
+}
+
+// The plan as a version-1 file (one offset per tensor, one workspace offset per op): what earlier
+// memplan releases wrote. Valid for plans that materialize each storage once.
+io::json as_version1(const problem& p, const memory_plan& mp) {
+  auto j = io::plan_to_json(p, mp);
+  j["version"] = 1;
+  j.erase("initial");
+  io::json offs = io::json::object(), ws = io::json::object();
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (p.storage_bytes(p.storage_of(t)) > 0) offs[p.tensor_name(t)] = first_offset(p, mp, t);
+  for (const auto& st : mp.steps)
+    if (runs_op(st.kind) && p.workspace(st.id) > 0) ws[p.op_name(st.id)] = st.workspace_offset;
+  for (auto& st : j["steps"]) {
+    st.erase("offsets");
+    st.erase("workspace");
+  }
+  j["offsets"] = offs;
+  j["workspace_offsets"] = ws;
+  return j;
 }
 
 }  // namespace
@@ -62,14 +83,18 @@ TEST_CASE("plan round trip: names in the file, same plan back, still verified") 
       const auto mp = plan_of(p, align);
       const auto j = io::plan_to_json(p, mp);
       CHECK(j["format"] == "memplan-plan");
-      CHECK(j["version"] == 1);
+      CHECK(j["version"] == 2);
       CHECK(j["graph"] == p.name());
       CHECK(j["steps"][0]["kind"] == "compute");
       CHECK(j["steps"][0]["op"] == p.op_name(mp.steps[0].id));
-      CHECK(j["offsets"].size() > 0);
+      CHECK(j["initial"].size() > 0);
       const auto back = io::parse_plan(p, j.dump(1), "plan.json");
       check_same_plan(mp, back);
       CHECK(verify(p, back).ok);
+      // Plan files of version 1 keep loading: the same plan.
+      const auto v1 = io::parse_plan(p, as_version1(p, mp).dump(1), "plan-v1.json");
+      check_same_plan(mp, v1);
+      CHECK(verify(p, v1).ok);
     }
 }
 
@@ -77,9 +102,13 @@ TEST_CASE("plan JSON names workspaces by op and frees by tensor") {
   const auto p = io::read_graph(data_dir + "/small.json");
   const auto mp = plan_of(p);
   const auto j = io::plan_to_json(p, mp);
-  CHECK(j["workspace_offsets"].contains("mm1"));
-  CHECK(j["workspace_offsets"].contains("mm2_bw_x"));
-  CHECK(j["workspace_offsets"].size() == 2);
+  int workspaces = 0;
+  for (const auto& s : j["steps"])
+    if (s.contains("workspace")) {
+      ++workspaces;
+      CHECK((s["op"] == "mm1" || s["op"] == "mm2_bw_x"));
+    }
+  CHECK(workspaces == 2);
   bool saw_free = false;
   for (const auto& s : j["steps"])
     if (s["kind"] == "free") {
@@ -87,10 +116,14 @@ TEST_CASE("plan JSON names workspaces by op and frees by tensor") {
       CHECK(p.find_tensor(s["tensor"].get<std::string>()));
     }
   CHECK(saw_free);
-  // Every non-empty tensor has an offset; the control tensor (0 bytes) has none.
-  CHECK(!j["offsets"].contains("after_fwd"));
-  CHECK(j["offsets"].contains("w1_new"));
-  CHECK(j["offsets"]["w1_new"] == j["offsets"]["w1"]);
+  // Every non-empty storage materialized by a step has its offset there; the control tensor (0 bytes)
+  // and in-place tensors (written into their base's storage) have none of their own.
+  for (const auto& s : j["steps"]) {
+    if (!s.contains("offsets")) continue;
+    CHECK(!s["offsets"].contains("after_fwd"));
+    CHECK(!s["offsets"].contains("w1_new"));
+  }
+  CHECK(j["initial"].contains("w1"));
 }
 
 TEST_CASE("random graphs: plan -> JSON -> plan is identical and verify agrees on tampered copies") {
@@ -119,10 +152,12 @@ TEST_CASE("random graphs: plan -> JSON -> plan is identical and verify agrees on
         const auto& c = lt[static_cast<std::size_t>(u)];
         if (!a.live() || !c.live() || a.last < c.first || c.last < a.first) continue;
         auto bad = j;
-        bad["offsets"][p.tensor_name(p.storage_root(u))] = mp.offsets[static_cast<std::size_t>(p.storage_root(s))];
-        for (auto t : p.storage_tensors(u)) bad["offsets"][p.tensor_name(t)] = mp.offsets[static_cast<std::size_t>(p.storage_root(s))];
+        const auto target = first_offset(p, mp, p.storage_root(s));
+        for (auto& st : bad["steps"])
+          if (st.contains("offsets") && st["offsets"].contains(p.tensor_name(p.storage_root(u)))) st["offsets"][p.tensor_name(p.storage_root(u))] = target;
+        if (bad["initial"].contains(p.tensor_name(p.storage_root(u)))) bad["initial"][p.tensor_name(p.storage_root(u))] = target;
         const auto r = verify(p, io::plan_from_json(p, bad, "bad.json"));
-        if (mp.offsets[static_cast<std::size_t>(p.storage_root(s))] + p.storage_bytes(u) <= mp.arena) {
+        if (target + p.storage_bytes(u) <= mp.arena) {
           CHECK(!r.ok);
           CHECK(r.violation.find("overlaps") != std::string::npos);
         }
@@ -151,15 +186,28 @@ TEST_CASE("plan files that do not fit the graph or are not plans are rejected by
          for (auto& s : j["steps"])
            if (s["kind"] == "free") { s["tensor"] = "ghost"; break; }
        }), errc::invalid_plan, "tensor 'ghost' is not in graph"},
-      {"unknown tensor in offsets", with([](io::json& j) { j["offsets"]["phantom"] = 0; }), errc::invalid_plan,
-       "\"offsets\" names tensor 'phantom'"},
-      {"unknown op in workspace offsets", with([](io::json& j) { j["workspace_offsets"]["nop"] = 0; }), errc::invalid_plan,
-       "\"workspace_offsets\" names op 'nop'"},
-      {"missing offset", with([](io::json& j) { j["offsets"].erase("t1"); }), errc::invalid_plan, "no offset for tensor 't1'"},
+      {"unknown tensor in initial", with([](io::json& j) { j["initial"]["phantom"] = 0; }), errc::invalid_plan,
+       "\"initial\" names tensor 'phantom'"},
+      {"missing initial offset", with([](io::json& j) { j["initial"].erase("x"); }), errc::invalid_plan,
+       "\"initial\" has no offset for tensor 'x'"},
+      {"missing offset", with([](io::json& j) { j["steps"][0]["offsets"].erase("t1"); }), errc::invalid_plan,
+       "steps[0].offsets has no offset for tensor 't1'"},
+      {"no offsets at all", with([](io::json& j) { j["steps"][0].erase("offsets"); }), errc::invalid_plan,
+       "steps[0] (compute) materializes 't1' but gives no offset"},
+      {"unknown implementation", with([](io::json& j) { j["steps"][0]["impl"] = "fast"; }), errc::invalid_plan,
+       "has no implementation 'fast'"},
+      {"version-1 file: unknown op in workspace offsets", with([&](io::json& j) {
+         j = as_version1(p, io::plan_from_json(p, j, "x"));
+         j["workspace_offsets"]["nop"] = 0;
+       }), errc::invalid_plan, "\"workspace_offsets\" names op 'nop'"},
+      {"version-1 file: missing offset", with([&](io::json& j) {
+         j = as_version1(p, io::plan_from_json(p, j, "x"));
+         j["offsets"].erase("t1");
+       }), errc::invalid_plan, "no offset for tensor 't1'"},
       {"unknown step kind", with([](io::json& j) { j["steps"][1]["kind"] = "teleport"; }), errc::parse_error,
        "steps[1]: unknown step kind 'teleport'"},
-      {"offset not an integer", with([](io::json& j) { j["offsets"]["t1"] = "zero"; }), errc::parse_error,
-       "offset of tensor 't1' is \"zero\", not an integer"},
+      {"offset not an integer", with([](io::json& j) { j["steps"][0]["offsets"]["t1"] = "zero"; }), errc::parse_error,
+       "steps[0].offsets['t1'] is \"zero\", not an integer"},
       {"missing steps", with([](io::json& j) { j.erase("steps"); }), errc::parse_error, "has no \"steps\""},
       {"missing stats", with([](io::json& j) { j.erase("stats"); }), errc::parse_error, "has no \"stats\""},
       {"step without op", with([](io::json& j) { j["steps"][0].erase("op"); }), errc::parse_error, "steps[0] has no \"op\""},

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/json.hpp>
@@ -149,8 +150,14 @@ TEST_CASE("heap blocks follow offload and prefetch steps") {
   // f, offload a, g, prefetch a, h, free a, free c
   mp.steps = {{step_kind::compute, 0}, {step_kind::offload, a}, {step_kind::compute, 1}, {step_kind::prefetch, a},
               {step_kind::compute, 2}, {step_kind::free, a},    {step_kind::free, c}};
-  mp.offsets = {0, 100, 500, 550};
-  mp.workspace_offsets = {-1, -1, -1};
+  relink(p, mp);
+  // x 0, a 100 (and again at 100 when prefetched), c 500, d 550
+  REQUIRE(mp.mats.size() == 5);
+  mp.mats[0].offset = 0;
+  mp.mats[1].offset = 100;
+  mp.mats[2].offset = 500;
+  mp.mats[3].offset = 100;
+  mp.mats[4].offset = 550;
   mp.arena = 560;
   mp.stats.arena = 560;
   mp.stats.peak = 560;

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/detail/support.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 

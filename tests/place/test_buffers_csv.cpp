@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include <memplan/io/buffers_csv.hpp>
-#include <memplan/place/run_csv.hpp>
+#include <memplan/place/default_placer.hpp>
 
 using namespace memplan;
 
@@ -98,25 +98,4 @@ TEST_CASE("CSV: file errors and capacity from the file name") {
   CHECK(io::capacity_from_filename("input.12.csv") == 12);
   CHECK(!io::capacity_from_filename("buffers.csv"));
   CHECK(!io::capacity_from_filename("a.b12.csv"));
-}
-
-TEST_CASE("run_csv: the CLI's `memplan place` pipeline") {
-  const std::string in = std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/input.12.csv";
-  const std::string out = "test_place_run_csv_out.csv";
-  std::ostringstream log;
-  const auto r = place::run_csv({.input = in, .capacity = 12, .placer = "exact", .time_limit = 5, .output = out}, &log);
-  CHECK(r.placement.arena == 12);
-  CHECK(log.str().find("arena 12") != std::string::npos);
-  CHECK(log.str().find("(optimal)") != std::string::npos);
-  const auto back = io::read_buffers_csv_file(out);
-  CHECK(back.ids == r.list.ids);
-  std::remove(out.c_str());
-  try {
-    (void)place::run_csv({.input = in, .capacity = 11, .placer = "default"});
-    FAIL("expected infeasible");
-  } catch (const error& e) {
-    CHECK(e.code() == errc::infeasible);
-    CHECK(std::string(e.what()).find("11") != std::string::npos);
-  }
-  CHECK_THROWS_AS((void)place::run_csv({.input = in, .placer = "nope"}), error);
 }

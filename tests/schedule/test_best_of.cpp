@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
-#include <memplan/schedule/best_of.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/bounds.hpp>
+#include <memplan/core/best_of.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
@@ -19,7 +21,7 @@ struct fixed_order {
   std::string label;
   std::vector<op_id> order;
   [[nodiscard]] std::string name() const { return label; }
-  [[nodiscard]] schedule_result run(const problem& p) const {
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& = {}) const {
     schedule_result r;
     r.order = order;
     r.peak = peak_of(p, order);

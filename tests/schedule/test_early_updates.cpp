@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/schedule/early_updates.hpp>
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>

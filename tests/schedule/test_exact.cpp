@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/schedule/exact.hpp>
 
 #include "../support/brute_force.hpp"

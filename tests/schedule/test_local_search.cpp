@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
 #include <memplan/schedule/list_scheduler.hpp>
@@ -25,7 +26,7 @@ TEST_CASE("local_search: the incremental profile equals a full recomputation aft
     o.verify_incremental = true;
     o.seed = seed;
     const auto base = schedule::given{}.run(p);
-    auto im = schedule::detail::improve_order(p, base.order, o, 0);
+    auto im = schedule::detail::improve_order(p, base.order, o, 0, plan_context{});
     CHECK(im.peak == peak_of(p, im.order));
     CHECK(im.peak <= base.peak);
     kept += im.accepted;

@@ -2,6 +2,7 @@
 // solver: every topological order encodes to a feasible assignment whose objective is its peak.
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/olla_ilp.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
@@ -27,7 +28,7 @@ TEST_CASE("schedule::olla_ilp without a backend falls back to default_scheduler 
     INFO("seed " << seed << ": " << r.note);
     CHECK(r.order == d.order);
     CHECK(r.peak == d.peak);
-    CHECK(r.note.rfind("olla_ilp: no MILP backend (CBC) available, used default", 0) == 0);
+    CHECK(r.note.rfind("olla_ilp: no MILP backend available (link memplan::cbc and pass solver::cbc{}), used default", 0) == 0);
     testing::check_result(p, r);
   }
   // Through the pipeline the note reaches the plan's stats.
@@ -48,7 +49,7 @@ TEST_CASE("place::olla_ilp without a backend falls back to default_placer and sa
     CHECK(r.arena == d.arena);
     CHECK(r.offsets == d.offsets);
     CHECK(r.lower_bound <= r.arena);
-    CHECK(r.note.rfind("olla_ilp: no MILP backend (CBC) available, used default", 0) == 0);
+    CHECK(r.note.rfind("olla_ilp: no MILP backend available (link memplan::cbc and pass solver::cbc{}), used default", 0) == 0);
   }
 }
 
@@ -107,7 +108,7 @@ TEST_CASE("olla eq. 14 model: a training graph with early-update edges encodes t
   const auto p0 = make_problem(zoo::mlp(2, {4, 8, 8, 3}));
   const auto edges = schedule::early_update_edges(p0);
   CHECK(!edges.empty());  // the MLP has update ops
-  const auto p = p0.with_edges(edges);
+  const auto p = with_edges(p0, edges);
   const auto d = schedule::default_scheduler{}.run(p);
   schedule::detail::olla_schedule_model mm(p);
   mm.build(mm.peak_units(d.order));

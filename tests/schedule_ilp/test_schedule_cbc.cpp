@@ -1,8 +1,9 @@
 // schedule::olla_ilp with CBC: the optimum of eq. 14 equals the exact scheduler / brute force.
 #include <doctest/doctest.h>
 
-#include <memplan/place/by_name.hpp>
-#include <memplan/schedule/by_name.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/registry/placers.hpp>
+#include <memplan/registry/schedulers.hpp>
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
 #include <memplan/schedule/olla_ilp.hpp>
@@ -35,7 +36,6 @@ schedule::olla_ilp ilp_from_given() {
 }  // namespace
 
 TEST_CASE("olla_ilp (CBC): OLLA Figure 3, the optimal order runs the cheap branch first") {
-  REQUIRE(solver::cbc::available());
   const auto p = make_problem(testing::olla_figure3_graph());
   CHECK(peak_of(p, std::vector<op_id>{0, 1, 2, 3}) == 60);
   const auto r = ilp_from_given().run(p);
@@ -110,26 +110,30 @@ TEST_CASE("olla_ilp (CBC): size guard, time limit and progress") {
   const auto few_ops = schedule::olla_ilp{.backend = solver::cbc{}, .max_ops = 5, .warm_start = schedule::given{}}.run(p);
   CHECK(few_ops.note.find("max_ops") != std::string::npos);
   int events = 0;
-  const auto quick = schedule::olla_ilp{.backend = solver::cbc{}, .time_limit_s = 0.05, .warm_start = schedule::given{},
-                                        .progress = [&](const schedule::progress_event& e) {
-                                          ++events;
-                                          CHECK(e.policy == "olla_ilp");
-                                        }}.run(p);
+  plan_context ctx;
+  ctx.progress = [&](const progress_event& e) {
+    ++events;
+    CHECK(e.policy == "olla_ilp");
+  };
+  const auto quick = schedule::olla_ilp{.backend = solver::cbc{}, .time_limit_s = 0.05, .warm_start = schedule::given{}}.run(p, ctx);
   INFO(quick.note);
   CHECK(events >= 2);
   CHECK(quick.peak <= given.peak);  // never worse than the warm start
   testing::check_result(p, quick);
 }
 
-TEST_CASE("by_name(\"olla_ilp\") uses CBC when the program links it") {
+TEST_CASE("the registries' olla_ilp solves with the context's backend (CBC)") {
   const auto p = make_problem(testing::olla_figure3_graph());
-  const auto r = schedule::by_name("olla_ilp", {.time_limit_s = 5}).run(p);
+  plan_context ctx;
+  ctx.time_limit_s = 5;
+  ctx.solver = solver::cbc{};
+  const auto r = schedulers().make("olla_ilp").run(p, ctx);
   INFO(r.note);
   CHECK(r.peak == 45);
   CHECK(r.note.find("no MILP backend") == std::string::npos);
   place::buffer_problem bp;
   bp.buffers = {{0, 2, 2}, {1, 4, 1}, {2, 4, 3}};
-  const auto pl = place::by_name("olla_ilp", 5).place(bp);
+  const auto pl = placers().make("olla_ilp").place(bp, ctx);
   INFO(pl.note);
   CHECK(pl.arena == 4);
   CHECK(pl.note.find("no MILP backend") == std::string::npos);

@@ -3,7 +3,7 @@
 // use it so they do not depend on the place/ policies.
 #include <string>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 
 namespace memplan::testing {
 

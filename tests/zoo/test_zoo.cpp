@@ -19,12 +19,6 @@ using namespace memplan;
 
 namespace {
 
-std::vector<op_id> given_order(const problem& p) {
-  std::vector<op_id> o(static_cast<std::size_t>(p.num_ops()));
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = static_cast<op_id>(i);
-  return o;
-}
-
 // Builds the problem, checks the given order, plans it (given | greedy_by_size, verified by plan()).
 problem check_valid(const graph::dataflow_graph& g) {
   auto p = make_problem(g);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 #include <zoo/resnet.hpp>
 

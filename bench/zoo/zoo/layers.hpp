@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <zoo/training.hpp>
 
 namespace memplan::zoo {

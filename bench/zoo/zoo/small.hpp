@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <zoo/layers.hpp>
 
 namespace memplan::zoo {

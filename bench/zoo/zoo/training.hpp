@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 
 namespace memplan::zoo {

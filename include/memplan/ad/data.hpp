@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <memplan/ad/tensor.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 
 namespace memplan::ad {
 

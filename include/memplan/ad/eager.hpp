@@ -14,8 +14,8 @@
 
 #include <memplan/ad/program.hpp>
 #include <memplan/ad/tensor.hpp>
-#include <memplan/core/error.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/kinds.hpp>
 
 namespace memplan::ad {
 

@@ -19,7 +19,7 @@
 
 #include <Eigen/Core>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 
 namespace memplan::ad {
 

@@ -17,8 +17,8 @@
 
 #include <memplan/ad/ops.hpp>
 #include <memplan/ad/tensor.hpp>
-#include <memplan/core/error.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/kinds.hpp>
 
 namespace memplan::ad {
 

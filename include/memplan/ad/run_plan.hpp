@@ -26,11 +26,14 @@
 #include <memplan/ad/models/model.hpp>
 #include <memplan/ad/program.hpp>
 #include <memplan/ad/tensor.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/stage.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/kinds.hpp>
 #include <memplan/runtime/executor.hpp>
 
 namespace memplan::ad {
@@ -88,11 +91,11 @@ struct planned_program {
   memory_plan plan;
 };
 
-template <scheduler S, place::placer P>
-planned_program plan_program(const program& prog, const pipeline<S, P>& pipe, plan_options opt = {}) {
-  if (opt.alignment < plan_alignment) opt.alignment = plan_alignment;
+template <stage S>
+planned_program plan_program(const program& prog, const S& pipe, plan_context ctx = {}) {
+  if (ctx.alignment < plan_alignment) ctx.alignment = plan_alignment;
   auto prob = make_problem(to_dataflow_graph(prog));
-  auto mp = plan(prob, pipe, opt);
+  auto mp = plan(prob, pipe, ctx);
   return {std::move(prob), std::move(mp)};
 }
 
@@ -171,15 +174,15 @@ class planned_runner {
       : s_(std::make_unique<state>(std::move(prog), std::move(pb), std::move(mp), o)) {
     initialize_resident(s_->prog, *this);
   }
-  template <scheduler S, place::placer P>
-  planned_runner(const program& prog, const pipeline<S, P>& pipe, planned_options o = {})
+  template <stage S>
+  planned_runner(const program& prog, const S& pipe, planned_options o = {})
       : planned_runner(prog, plan_program(prog, pipe), o) {}
   planned_runner(const program& prog, planned_program pp, planned_options o = {})
       : planned_runner(prog, std::move(pp.prob), std::move(pp.plan), o) {}
 
   [[nodiscard]] const program& prog() const noexcept { return s_->prog; }
   [[nodiscard]] const problem& prob() const noexcept { return s_->prob; }
-  [[nodiscard]] const memory_plan& plan() const noexcept { return s_->plan; }
+  [[nodiscard]] const memory_plan& plan() const noexcept { return s_->ex.plan(); }
   [[nodiscard]] const runtime::executor<>& executor() const noexcept { return s_->ex; }
 
   // The values of tensor t in the arena: resident tensors always, outputs after a run. Other
@@ -212,8 +215,7 @@ class planned_runner {
     state(program p, problem b, memory_plan m, planned_options o)
         : prog((validate(p), std::move(p))),
           prob(std::move(b)),
-          plan(checked(std::move(m))),
-          ex(prob, plan, {.poison = o.poison, .verify_plan = o.verify_plan}),
+          ex(prob, checked(std::move(m)), {.poison = o.poison, .verify_plan = o.verify_plan}),
           kernel(prog, prob) {}
     static memory_plan checked(memory_plan m) {
       if (m.alignment <= 0 || m.alignment % plan_alignment != 0)
@@ -224,7 +226,6 @@ class planned_runner {
     }
     program prog;
     problem prob;
-    memory_plan plan;
     runtime::executor<> ex;
     plan_kernel kernel;
     runtime::run_stats last{};

@@ -24,7 +24,7 @@
 
 #include <memplan/ad/program.hpp>
 #include <memplan/ad/tensor.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 
 namespace memplan::ad {
 

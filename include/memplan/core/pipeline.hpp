@@ -1,94 +1,151 @@
 #pragma once
-// Composes policies into a pipeline and runs it:
-//   auto plan = memplan::plan(g, schedule::given{} | place::greedy_by_size{});
-// Every plan returned here has passed memplan::verify (an invalid one throws errc::invalid_plan).
-#include <chrono>
+// memplan::plan: runs a stage (usually a pipeline of them) and returns a verified memory_plan.
+//
+//   auto plan = memplan::plan(g, schedule::default_scheduler{} | remat::chen_budget{} | place::best_fit{},
+//                             {.budget = 8_GiB});
+//
+// Without a scheduler the graph's given order is the starting timeline; a pipeline must end placed.
+// Budget semantics: the final arena fits min(budget, capacity). When the placed arena overshoots and
+// the pipeline has a checkpointer or offloader, their target is lowered by the overshoot and they run
+// again (with the stages after them); when that cannot succeed, errc::infeasible says the smallest
+// arena memplan reached and the bound below which no plan exists. Every plan returned here has passed
+// memplan::verify (an invalid one throws errc::invalid_plan).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
+#include <tuple>
+#include <utility>
 
-#include <memplan/core/analysis.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
-#include <memplan/place/buffer.hpp>
 
 namespace memplan {
 
-template <class T>
-concept pipeline_stage = scheduler<T> || place::placer<T>;
-
-template <scheduler S, place::placer P>
-struct pipeline {
-  S scheduler;
-  P placer;
-};
-
 namespace detail {
-template <class A, class B>
-constexpr auto compose(A a, B b) {
-  static_assert(!(place::placer<A> && scheduler<B>),
-                "memplan pipeline: the scheduler comes before the placer -- write `schedule::X{} | place::Y{}`");
-  static_assert(!(scheduler<A> && scheduler<B>),
-                "memplan pipeline: a pipeline has one scheduler -- to try several, use schedule::best_of{a, b}");
-  static_assert(!(place::placer<A> && place::placer<B>),
-                "memplan pipeline: a pipeline has one placer -- to try several, use place::best_of{a, b}");
-  if constexpr (scheduler<A> && place::placer<B>) return pipeline<A, B>{std::move(a), std::move(b)};
+
+inline void validate_context(const plan_context& c) {
+  if (c.alignment <= 0 || (c.alignment & (c.alignment - 1)) != 0)
+    throw error(errc::invalid_argument, "alignment " + std::to_string(c.alignment) + " is not a power of two");
+  if (c.budget < -1) throw error(errc::invalid_argument, "budget " + std::to_string(c.budget) + " bytes is negative");
+  if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
 }
+
+inline constexpr unsigned reducer_bits =
+    (1u << static_cast<unsigned>(stage_kind::checkpointer)) | (1u << static_cast<unsigned>(stage_kind::offloader));
+
+// Runs the stages of tuple `t` from index I on; the timeline before the first checkpointer or
+// offloader is kept in `before_reduce` (with its index in `reduce_at`) for the budget loop.
+template <std::size_t I = 0, class Tuple>
+timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline tl, const plan_context& ctx,
+                  timeline* before_reduce, std::size_t* reduce_at) {
+  if constexpr (I == std::tuple_size_v<Tuple>) {
+    return tl;
+  } else {
+    using S = std::tuple_element_t<I, Tuple>;
+    if (I >= start) {
+      if (before_reduce && *reduce_at == std::numeric_limits<std::size_t>::max() && (stage_kinds<S> & reducer_bits) != 0) {
+        *before_reduce = tl;
+        *reduce_at = I;
+      }
+      tl = run_stage(std::get<I>(t), p, std::move(tl), ctx);
+    }
+    return run_from<I + 1>(t, start, p, std::move(tl), ctx, before_reduce, reduce_at);
+  }
+}
+
+inline std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
+
 }  // namespace detail
 
-template <pipeline_stage A, pipeline_stage B>
-constexpr auto operator|(A a, B b) {
-  return detail::compose(std::move(a), std::move(b));
-}
-// Policies live in memplan::schedule and memplan::place: make `|` visible to argument-dependent lookup there.
-namespace schedule { using memplan::operator|; }
-namespace place { using memplan::operator|; }
+template <stage S>
+memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
+  static_assert(contains_kind<S>(stage_kind::placer),
+                "memplan::plan: the pipeline has no placer -- end it with `| place::default_placer{}` (or call olla::optimize)");
+  detail::validate_context(ctx);
+  ctx.cache = ctx.cache_for(p);
+  const auto stages = detail::as_tuple(s);
+  constexpr bool has_reducer = (stage_kinds<S> & detail::reducer_bits) != 0;
+  const auto limit = ctx.arena_limit();
+  const bool limited = limit != std::numeric_limits<std::int64_t>::max();
 
-struct plan_options {
-  std::int64_t alignment = 1;                                         // power of two, applies to every tensor
-  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();   // arena limit (errc::infeasible if unmet)
-  bool compute_given_peak = true;                                     // stats.given_peak from the graph's own order
-  std::int32_t lower_bound_max_ops = 30000;                           // reachability part of the bound up to this size
-};
-
-template <scheduler S, place::placer P>
-memory_plan plan(const problem& p, const pipeline<S, P>& pipe, const plan_options& opt = {}) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  auto sch = pipe.scheduler.run(p);
-  if (auto bad = check_topological(p, sch.order))
-    throw error(errc::invalid_plan, "scheduler '" + std::string(pipe.scheduler.name()) + "' returned an invalid order: " + *bad);
-  const auto t1 = clock::now();
-  auto pl = place_order(p, sch.order, pipe.placer, opt.alignment, opt.capacity);
-  const auto t2 = clock::now();
-  auto mp = make_plan(p, sch.order, pl);
-  auto& st = mp.stats;
-  st.scheduler = sch.policy.empty() ? std::string(pipe.scheduler.name()) : sch.policy;
-  if (!sch.note.empty()) st.notes.insert(st.notes.begin(), sch.note);
-  st.schedule_seconds = std::chrono::duration<double>(t1 - t0).count();
-  st.place_seconds = std::chrono::duration<double>(t2 - t1).count();
-  set_lower_bound(st, std::max(lower_bound_peak(p, opt.lower_bound_max_ops).bytes, sch.lower_bound));
-  if (opt.compute_given_peak) {
-    std::vector<op_id> given(static_cast<std::size_t>(p.num_ops()));
-    for (std::size_t i = 0; i < given.size(); ++i) given[i] = static_cast<op_id>(i);
-    if (is_topological(p, given)) st.given_peak = peak_of(p, given);
+  timeline start = contains_kind<S>(stage_kind::scheduler) ? timeline{} : given_timeline(p);
+  timeline before_reduce;
+  std::size_t reduce_at = std::numeric_limits<std::size_t>::max();
+  timeline tl;
+  // With a checkpointer or offloader, the placer runs without the limit so that the overshoot is known.
+  plan_context run_ctx = ctx;
+  if (has_reducer && limited) run_ctx.budget = run_ctx.capacity = -1;
+  if (has_reducer && limited && ctx.memory_target < 0) run_ctx.memory_target = limit;
+  try {
+    tl = detail::run_from(stages, 0, p, std::move(start), run_ctx, &before_reduce, &reduce_at);
+  } catch (const error& e) {
+    if (e.code() != errc::infeasible || has_reducer) throw;
+    throw error(errc::infeasible, "'" + p.name() + "': " + e.what() + "; no order needs less than " +
+                                      detail::bytes_text(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes) +
+                                      " (add a checkpointer to recompute activations)");
   }
+  if constexpr (has_reducer) {
+    if (limited && tl.arena > limit) {
+      // Lower the target by the overshoot (fragmentation, alignment) and run the reducer again.
+      std::int64_t target = run_ctx.memory_target;
+      const auto floor = ctx.cache->op_local();
+      for (int attempt = 0; attempt < 6 && tl.arena > limit && target > floor; ++attempt) {
+        target = std::max(floor, target - (tl.arena - limit));
+        run_ctx.memory_target = target;
+        auto again = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+        if (again.arena < tl.arena || again.arena <= limit) tl = std::move(again);
+      }
+      if (tl.arena > limit) {
+        // The smallest arena memplan can reach: the reducer at its floor.
+        run_ctx.memory_target = floor;
+        auto least = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+        const auto best = std::min(least.arena, tl.arena);
+        throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
+                                          ": the smallest arena memplan reached is " + detail::bytes_text(best) +
+                                          ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
+                                          " (resident bytes plus the largest single op's inputs, outputs and workspace)");
+      }
+    }
+  } else {
+    if (limited && tl.arena > limit)
+      throw error(errc::infeasible, "'" + p.name() + "': the plan needs an arena of " + detail::bytes_text(tl.arena) +
+                                        ", above the limit of " + detail::bytes_text(limit) +
+                                        " (no order needs less than " + detail::bytes_text(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes) +
+                                        "; add a checkpointer to recompute activations)");
+  }
+  if (!tl.placed()) throw error(errc::invalid_plan, "the pipeline '" + s.name() + "' did not place the timeline");
+
+  memory_plan mp{std::move(tl), {}};
+  mp.stats = timeline_stats(p, mp);
+  const bool reduced = has_reducer && std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& x) {
+    return x.kind != step_kind::compute && x.kind != step_kind::free;
+  });
+  // The bound the report certifies against: any order (no recomputation), or any plan at all.
+  const auto lb = reduced ? ctx.cache->op_local()
+                          : std::max(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes, mp.order_lower_bound);
+  set_lower_bound(mp.stats, lb);
+  if (ctx.compute_given_peak) mp.stats.given_peak = ctx.cache->given_peak();
   verify_or_throw(p, mp);
   return mp;
 }
 
 // Any conforming graph: adapt it (sizes/costs/workspaces from the graph's CPOs) and plan.
-template <op_graph G, scheduler S, place::placer P>
-memory_plan plan(const G& g, const pipeline<S, P>& pipe, const plan_options& opt = {}) {
-  return plan(make_problem(g), pipe, opt);
+template <op_graph G, stage S>
+memory_plan plan(const G& g, const S& s, const plan_context& ctx = {}) {
+  return plan(make_problem(g), s, ctx);
 }
 
 // Any conforming graph with lookups for sizes / costs / workspaces kept outside the graph.
-template <op_graph G, class Bytes, class Cost, class Workspace, scheduler S, place::placer P>
-memory_plan plan(const G& g, const lookups<Bytes, Cost, Workspace>& lk, const pipeline<S, P>& pipe, const plan_options& opt = {}) {
-  return plan(make_problem(g, lk), pipe, opt);
+template <op_graph G, class Bytes, class Cost, class Workspace, stage S>
+memory_plan plan(const G& g, const lookups<Bytes, Cost, Workspace>& lk, const S& s, const plan_context& ctx = {}) {
+  return plan(make_problem(g, lk), s, ctx);
 }
 
 }  // namespace memplan

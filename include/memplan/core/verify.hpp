@@ -1,24 +1,29 @@
 #pragma once
 // memplan::verify: the one referee. It re-derives every invariant of a memory_plan from the steps
-// alone (it does not trust lifetimes, schedules or stats computed elsewhere) and reports the first
-// violation precisely: step, op, tensor, offsets.
+// alone -- it trusts no lifetime, profile or stat computed elsewhere -- and reports the first violation
+// precisely: step, op, tensor, offsets.
 //
-// Invariants: every op computed exactly once, after all its predecessors; every tensor an op reads
-// is resident on the device and still holds that tensor's value (not freed, not offloaded, not
-// overwritten in place); recomputed values derive from resident inputs; offloaded tensors are back
-// before use; resident and output storages are on the device at the end; no two live storages (or
-// a live storage and the running op's workspace) overlap in the arena; offsets aligned and inside
-// the arena; tensors of one storage share one offset; the claimed peak, arena and transfer/recompute
-// figures equal the re-derived ones; the claimed lower bound does not exceed the peak.
+// Invariants: every op computed exactly once, after all its predecessors; every tensor an op reads is
+// on the device and still holds that tensor's value (not freed, not offloaded, not overwritten in
+// place) -- so a recompute, which reads the same tensors as the original op, produces the same value;
+// every materialization is created by exactly one step (preexisting storages: the first ones, in
+// storage order) and its offset is aligned and inside the arena; no two materializations live at the
+// same time (or one and the running op's workspace) overlap; implementations exist and the workspace
+// placed is the chosen one's; offloaded values are back before use; resident and output storages are
+// on the device at the end, resident ones where they started (so the plan can run again); the claimed
+// peak, arena, transfer and recompute figures equal the re-derived ones; the claimed lower bound does
+// not exceed the peak.
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/timeline.hpp>
 
 namespace memplan {
 
@@ -29,216 +34,324 @@ struct verify_result {
   explicit operator bool() const noexcept { return ok; }
 };
 
-inline verify_result verify(const problem& p, const memory_plan& plan) {
-  const auto nt = static_cast<std::size_t>(p.num_tensors());
-  const auto no = static_cast<std::size_t>(p.num_ops());
-  const auto ns = static_cast<std::size_t>(p.num_storages());
-  auto fail = [](std::string msg, std::int32_t step = -1) { return verify_result{false, std::move(msg), step}; };
-  auto at_step = [&](std::size_t i) {
-    const auto& s = plan.steps[i];
-    std::string w = "step " + std::to_string(i) + " (" + std::string(to_string(s.kind)) + " ";
-    if (s.kind == step_kind::compute || s.kind == step_kind::recompute)
-      w += (s.id >= 0 && static_cast<std::size_t>(s.id) < no) ? "'" + p.op_name(s.id) + "'" : std::to_string(s.id);
-    else
-      w += (s.id >= 0 && static_cast<std::size_t>(s.id) < nt) ? "'" + p.tensor_name(s.id) + "'" : std::to_string(s.id);
-    return w + "): ";
-  };
+namespace detail {
 
-  // ---- static checks: offsets, alignment, arena ----
-  if (plan.offsets.size() != nt)
-    return fail("plan has " + std::to_string(plan.offsets.size()) + " tensor offsets for " + std::to_string(nt) + " tensors");
-  if (plan.workspace_offsets.size() != no)
-    return fail("plan has " + std::to_string(plan.workspace_offsets.size()) + " workspace offsets for " + std::to_string(no) + " ops");
-  if (plan.alignment <= 0 || (plan.alignment & (plan.alignment - 1)) != 0)
-    return fail("plan alignment " + std::to_string(plan.alignment) + " is not a power of two");
-  if (plan.arena < 0) return fail("negative arena size");
-  std::vector<std::int64_t> soff(ns, -1);
-  for (std::size_t t = 0; t < nt; ++t) {
-    const auto s = static_cast<std::size_t>(p.storage_of(static_cast<tensor_id>(t)));
-    const auto bytes = p.storage_bytes(static_cast<storage_id>(s));
-    if (bytes == 0) continue;
-    const auto off = plan.offsets[t];
-    const auto tn = "tensor '" + p.tensor_name(static_cast<tensor_id>(t)) + "'";
-    if (off < 0) return fail(tn + " has negative offset " + std::to_string(off));
-    if (off % plan.alignment != 0)
-      return fail(tn + " at offset " + std::to_string(off) + " is not aligned to " + std::to_string(plan.alignment));
-    if (off > plan.arena - bytes)
-      return fail(tn + " at [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") lies outside the arena of " +
-                  std::to_string(plan.arena) + " bytes");
-    if (soff[s] >= 0 && soff[s] != off)
-      return fail(tn + " shares storage with '" + p.tensor_name(p.storage_root(static_cast<storage_id>(s))) + "' but has offset " +
-                  std::to_string(off) + " instead of " + std::to_string(soff[s]));
-    soff[s] = off;
-  }
-  for (std::size_t o = 0; o < no; ++o) {
-    const auto ws = p.workspace(static_cast<op_id>(o));
-    const auto off = plan.workspace_offsets[o];
-    if (ws == 0) continue;
-    const auto on = "workspace of op '" + p.op_name(static_cast<op_id>(o)) + "'";
-    if (off < 0) return fail(on + " (" + std::to_string(ws) + " bytes) has no offset");
-    if (off % plan.alignment != 0) return fail(on + " at " + std::to_string(off) + " is not aligned to " + std::to_string(plan.alignment));
-    if (off > plan.arena - ws)
-      return fail(on + " at [" + std::to_string(off) + ", " + std::to_string(off + ws) + ") lies outside the arena of " +
-                  std::to_string(plan.arena) + " bytes");
+// The replay behind verify(): one pass over the steps with its own bookkeeping.
+class referee {
+ public:
+  referee(const problem& p, const memory_plan& plan)
+      : p_(p), plan_(plan), ns_(static_cast<std::size_t>(p.num_storages())) {}
+
+  verify_result run() {
+    if (auto bad = check_static()) return fail(*bad);
+    if (auto bad = check_initial()) return fail(*bad);
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+      const auto& st = plan_.steps[i];
+      std::optional<std::string> bad;
+      if (runs_op(st.kind)) bad = run_op(i, st);
+      else bad = run_transfer(i, st);
+      if (bad) return fail(at_step(i) + *bad, static_cast<std::int32_t>(i));
+    }
+    if (auto bad = check_end()) return fail(*bad);
+    if (auto bad = check_stats()) return fail(*bad);
+    return {};
   }
 
-  // ---- replay ----
+ private:
   enum : std::uint8_t { absent = 0, live = 1, on_host = 2, freed = 3 };
-  std::vector<std::uint8_t> state(ns, absent);
-  std::vector<tensor_id> holds(ns, no_id), host_holds(ns, no_id);
-  std::vector<std::int32_t> computed_at(no, -1);
-  std::vector<std::int32_t> gone_at(ns, -1);
-  // Live address ranges, kept pairwise disjoint: (offset, key) with key = storage or ns + op for workspaces.
-  std::set<std::pair<std::int64_t, std::size_t>> ranges;
-  auto range_bytes = [&](std::size_t key) {
-    return key < ns ? p.storage_bytes(static_cast<storage_id>(key)) : p.workspace(static_cast<op_id>(key - ns));
-  };
-  auto range_name = [&](std::size_t key) {
-    return key < ns ? "tensor '" + p.tensor_name(holds[key] != no_id ? holds[key] : p.storage_root(static_cast<storage_id>(key))) + "'"
-                    : "workspace of '" + p.op_name(static_cast<op_id>(key - ns)) + "'";
-  };
-  std::int64_t live_bytes = 0;
-  auto occupy = [&](std::size_t key, std::int64_t off) -> std::optional<std::string> {
-    const auto bytes = range_bytes(key);
+  static verify_result fail(std::string msg, std::int32_t step = -1) { return verify_result{false, std::move(msg), step}; }
+
+  [[nodiscard]] std::string at_step(std::size_t i) const {
+    const auto& s = plan_.steps[i];
+    std::string w = "step " + std::to_string(i) + " (" + std::string(to_string(s.kind)) + " ";
+    if (runs_op(s.kind)) w += (s.id >= 0 && s.id < p_.num_ops()) ? "'" + p_.op_name(s.id) + "'" : std::to_string(s.id);
+    else w += (s.id >= 0 && s.id < p_.num_tensors()) ? "'" + p_.tensor_name(s.id) + "'" : std::to_string(s.id);
+    return w + "): ";
+  }
+  [[nodiscard]] std::string mat_name(std::size_t m) const {
+    const auto s = plan_.mats[m].storage;
+    return "tensor '" + p_.tensor_name(p_.storage_root(s)) + "' (materialization " + std::to_string(m) + ")";
+  }
+
+  // ---- offsets, alignment, arena, implementations ----
+  std::optional<std::string> check_static() {
+    const auto a = plan_.alignment;
+    if (a <= 0 || (a & (a - 1)) != 0) return "plan alignment " + std::to_string(a) + " is not a power of two";
+    if (plan_.arena < 0) return std::string("negative arena size");
+    for (std::size_t m = 0; m < plan_.mats.size(); ++m) {
+      const auto& mm = plan_.mats[m];
+      if (mm.storage < 0 || mm.storage >= p_.num_storages())
+        return "materialization " + std::to_string(m) + " names storage " + std::to_string(mm.storage) + ", not in the graph";
+      const auto bytes = p_.storage_bytes(mm.storage);
+      if (bytes == 0) continue;
+      if (auto bad = check_range(mat_name(m), mm.offset, bytes)) return bad;
+    }
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+      const auto& st = plan_.steps[i];
+      if (!runs_op(st.kind)) continue;
+      if (st.id < 0 || st.id >= p_.num_ops()) return at_step(i) + "op id out of range";
+      const auto n = static_cast<std::int32_t>(p_.implementations(st.id).size());
+      if (st.impl < -1 || st.impl >= n)
+        return at_step(i) + "implementation " + std::to_string(st.impl) + " does not exist (the op has " + std::to_string(n) + ")";
+      const auto ws = step_workspace(p_, st);
+      if (ws == 0) continue;
+      if (st.workspace_offset < 0)
+        return at_step(i) + "workspace of op '" + p_.op_name(st.id) + "' (" + std::to_string(ws) + " bytes) has no offset";
+      if (auto bad = check_range("workspace of op '" + p_.op_name(st.id) + "'", st.workspace_offset, ws)) return at_step(i) + *bad;
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> check_range(const std::string& what, std::int64_t off, std::int64_t bytes) const {
+    if (off < 0) return what + " has negative offset " + std::to_string(off);
+    if (off % plan_.alignment != 0) return what + " at offset " + std::to_string(off) + " is not aligned to " + std::to_string(plan_.alignment);
+    if (off > plan_.arena - bytes)
+      return what + " at [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") lies outside the arena of " +
+             std::to_string(plan_.arena) + " bytes";
+    return std::nullopt;
+  }
+
+  // ---- address ranges live now: (offset, key), key = materialization or mats.size() + step for workspaces ----
+  [[nodiscard]] std::int64_t key_bytes(std::size_t key) const {
+    if (key < plan_.mats.size()) return p_.storage_bytes(plan_.mats[key].storage);
+    return step_workspace(p_, plan_.steps[key - plan_.mats.size()]);
+  }
+  [[nodiscard]] std::string key_name(std::size_t key) const {
+    if (key < plan_.mats.size()) {
+      const auto s = static_cast<std::size_t>(plan_.mats[key].storage);
+      return "tensor '" + p_.tensor_name(holds_[s] != no_id ? tensor_id(holds_[s]) : p_.storage_root(plan_.mats[key].storage)) + "'";
+    }
+    return "workspace of '" + p_.op_name(plan_.steps[key - plan_.mats.size()].id) + "'";
+  }
+  std::optional<std::string> occupy(std::size_t key, std::int64_t off) {
+    const auto bytes = key_bytes(key);
     if (bytes == 0) return std::nullopt;
     const auto end = off + bytes;
-    auto it = ranges.lower_bound({off, 0});
-    if (it != ranges.end() && it->first < end)
-      return range_name(key) + " at [" + std::to_string(off) + ", " + std::to_string(end) + ") overlaps live " + range_name(it->second) +
-             " at [" + std::to_string(it->first) + ", " + std::to_string(it->first + range_bytes(it->second)) + ")";
-    if (it != ranges.begin()) {
+    auto overlap = [&](std::int64_t o2, std::size_t k2) {
+      return key_name(key) + " at [" + std::to_string(off) + ", " + std::to_string(end) + ") overlaps live " + key_name(k2) + " at [" +
+             std::to_string(o2) + ", " + std::to_string(o2 + key_bytes(k2)) + ")";
+    };
+    auto it = ranges_.lower_bound({off, 0});
+    if (it != ranges_.end() && it->first < end) return overlap(it->first, it->second);
+    if (it != ranges_.begin()) {
       auto pv = std::prev(it);
-      if (pv->first + range_bytes(pv->second) > off)
-        return range_name(key) + " at [" + std::to_string(off) + ", " + std::to_string(end) + ") overlaps live " + range_name(pv->second) +
-               " at [" + std::to_string(pv->first) + ", " + std::to_string(pv->first + range_bytes(pv->second)) + ")";
+      if (pv->first + key_bytes(pv->second) > off) return overlap(pv->first, pv->second);
     }
-    ranges.insert({off, key});
-    live_bytes += bytes;
+    ranges_.insert({off, key});
+    live_bytes_ += bytes;
     return std::nullopt;
-  };
-  auto release = [&](std::size_t key, std::int64_t off) {
-    if (range_bytes(key) == 0) return;
-    ranges.erase({off, key});
-    live_bytes -= range_bytes(key);
-  };
-  for (std::size_t s = 0; s < ns; ++s)
-    if (p.preexisting(static_cast<storage_id>(s))) {
-      state[s] = live;
-      holds[s] = p.storage_root(static_cast<storage_id>(s));
-      if (auto bad = occupy(s, soff[s] < 0 ? 0 : soff[s])) return fail("before the first step: " + *bad);
-    }
-  std::int64_t peak = live_bytes;
-  std::int64_t transfer = 0;
-  double recompute_cost = 0.0;
+  }
+  void release(std::size_t key, std::int64_t off) {
+    if (key_bytes(key) == 0) return;
+    ranges_.erase({off, key});
+    live_bytes_ -= key_bytes(key);
+  }
 
-  auto why_not_readable = [&](tensor_id t) -> std::optional<std::string> {
-    const auto s = static_cast<std::size_t>(p.storage_of(t));
-    const auto tn = "tensor '" + p.tensor_name(t) + "'";
-    switch (state[s]) {
+  // A new materialization of storage s: the step's next one, not used before, of that storage.
+  std::optional<std::string> open(storage_id s, std::int32_t m, const char* what) {
+    const auto sname = "'" + p_.tensor_name(p_.storage_root(s)) + "'";
+    if (m < 0 || static_cast<std::size_t>(m) >= plan_.mats.size())
+      return std::string(what) + " " + sname + " but names no materialization for it (step.mat " + std::to_string(m) + ")";
+    const auto mu = static_cast<std::size_t>(m);
+    if (plan_.mats[mu].storage != s)
+      return std::string(what) + " " + sname + " into materialization " + std::to_string(m) + ", which belongs to '" +
+             p_.tensor_name(p_.storage_root(plan_.mats[mu].storage)) + "'";
+    if (claimed_[mu]) return std::string(what) + " " + sname + " into materialization " + std::to_string(m) + ", already created by another step";
+    claimed_[mu] = 1;
+    if (auto bad = occupy(mu, plan_.mats[mu].offset)) return bad;
+    cur_[static_cast<std::size_t>(s)] = m;
+    state_[static_cast<std::size_t>(s)] = live;
+    return std::nullopt;
+  }
+  void close(storage_id s) {
+    const auto su = static_cast<std::size_t>(s);
+    const auto m = cur_[su];
+    if (m >= 0) release(static_cast<std::size_t>(m), plan_.mats[static_cast<std::size_t>(m)].offset);
+    cur_[su] = no_id;
+  }
+
+  [[nodiscard]] std::optional<std::string> why_not_readable(tensor_id t) const {
+    const auto s = static_cast<std::size_t>(p_.storage_of(t));
+    const auto tn = "tensor '" + p_.tensor_name(t) + "'";
+    switch (state_[s]) {
       case absent: return tn + " has not been produced yet";
       case on_host: return tn + " is offloaded to the host and was not prefetched";
-      case freed: return tn + " was freed at step " + std::to_string(gone_at[s]);
+      case freed: return tn + " was freed at step " + std::to_string(gone_at_[s]);
       default: break;
     }
-    if (holds[s] != t) return tn + " was overwritten in place by '" + p.tensor_name(holds[s]) + "'";
+    if (holds_[s] != t) return tn + " was overwritten in place by '" + p_.tensor_name(holds_[s]) + "'";
     return std::nullopt;
-  };
+  }
 
-  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-    const auto& st = plan.steps[i];
-    const auto si = static_cast<std::int32_t>(i);
-    if (st.kind == step_kind::compute || st.kind == step_kind::recompute) {
-      if (st.id < 0 || static_cast<std::size_t>(st.id) >= no) return fail(at_step(i) + "op id out of range", si);
-      const auto o = st.id;
-      const auto ou = static_cast<std::size_t>(o);
-      if (st.kind == step_kind::compute) {
-        if (computed_at[ou] >= 0) return fail(at_step(i) + "op already computed at step " + std::to_string(computed_at[ou]), si);
-        for (auto q : p.preds(o))
-          if (computed_at[static_cast<std::size_t>(q)] < 0)
-            return fail(at_step(i) + "runs before its predecessor '" + p.op_name(q) + "'", si);
-      } else {
-        if (computed_at[ou] < 0) return fail(at_step(i) + "recomputes an op that was never computed", si);
-        recompute_cost += p.cost(o);
+  // ---- the preexisting storages: the first materializations, in storage order ----
+  std::optional<std::string> check_initial() {
+    state_.assign(ns_, absent);
+    holds_.assign(ns_, no_id);
+    host_holds_.assign(ns_, no_id);
+    cur_.assign(ns_, no_id);
+    gone_at_.assign(ns_, -1);
+    claimed_.assign(plan_.mats.size(), 0);
+    computed_at_.assign(static_cast<std::size_t>(p_.num_ops()), -1);
+    const auto initial = initial_storages(p_);
+    if (plan_.mats.size() < initial.size())
+      return "plan has " + std::to_string(plan_.mats.size()) + " materializations, fewer than the " + std::to_string(initial.size()) +
+             " preexisting storages";
+    for (std::size_t k = 0; k < initial.size(); ++k)
+      if (plan_.mats[k].storage != initial[k])
+        return "materialization " + std::to_string(k) + " should be preexisting tensor '" + p_.tensor_name(p_.storage_root(initial[k])) +
+               "' (the first materializations are the preexisting storages, in storage order)";
+    for (storage_id s = 0; s < p_.num_storages(); ++s)
+      if (p_.preexisting(s)) {
+        state_[static_cast<std::size_t>(s)] = live;
+        holds_[static_cast<std::size_t>(s)] = p_.storage_root(s);
       }
-      for (auto t : p.inputs(o))
-        if (auto bad = why_not_readable(t)) return fail(at_step(i) + "reads " + *bad, si);
-      for (auto t : p.outputs(o)) {
-        const auto s = static_cast<std::size_t>(p.storage_of(t));
-        if (p.inplace_of(t) != no_id) {
-          if (st.kind == step_kind::recompute)
-            return fail(at_step(i) + "recomputes an in-place op (writes '" + p.tensor_name(t) + "' into '" +
-                            p.tensor_name(p.inplace_of(t)) + "')", si);
-          if (auto bad = why_not_readable(p.inplace_of(t))) return fail(at_step(i) + "writes in place into " + *bad, si);
-          holds[s] = t;
-          continue;
-        }
-        if (state[s] == live) return fail(at_step(i) + "produces '" + p.tensor_name(t) + "' whose storage is already live", si);
-        if (st.kind == step_kind::compute && state[s] != absent)
-          return fail(at_step(i) + "produces '" + p.tensor_name(t) + "' twice", si);
-        if (auto bad = occupy(s, soff[s] < 0 ? 0 : soff[s])) return fail(at_step(i) + *bad, si);
-        state[s] = live;
-        holds[s] = t;
-      }
-      const auto ws_key = ns + ou;
-      if (p.workspace(o) > 0)
-        if (auto bad = occupy(ws_key, plan.workspace_offsets[ou])) return fail(at_step(i) + *bad, si);
-      peak = std::max(peak, live_bytes);
-      if (p.workspace(o) > 0) release(ws_key, plan.workspace_offsets[ou]);
-      if (st.kind == step_kind::compute) computed_at[ou] = si;
-      continue;
+    for (std::size_t k = 0; k < initial.size(); ++k) {
+      claimed_[k] = 1;
+      cur_[static_cast<std::size_t>(initial[k])] = static_cast<std::int32_t>(k);
+      if (auto bad = occupy(k, plan_.mats[k].offset)) return "before the first step: " + *bad;
     }
-    if (st.id < 0 || static_cast<std::size_t>(st.id) >= nt) return fail(at_step(i) + "tensor id out of range", si);
-    const auto t = st.id;
-    const auto s = static_cast<std::size_t>(p.storage_of(t));
-    const auto off = soff[s] < 0 ? 0 : soff[s];
+    peak_ = live_bytes_;
+    return std::nullopt;
+  }
+
+  // ---- compute / recompute ----
+  std::optional<std::string> run_op(std::size_t i, const step& st) {
+    const op_id o = st.id;
+    const auto ou = static_cast<std::size_t>(o);
+    if (st.kind == step_kind::compute) {
+      if (computed_at_[ou] >= 0) return "op already computed at step " + std::to_string(computed_at_[ou]);
+      for (auto q : p_.preds(o))
+        if (computed_at_[static_cast<std::size_t>(q)] < 0) return "runs before its predecessor '" + p_.op_name(q) + "'";
+    } else {
+      if (computed_at_[ou] < 0) return std::string("recomputes an op that was never computed");
+      recompute_cost_ += step_cost(p_, st);
+    }
+    for (auto t : p_.inputs(o))
+      if (auto bad = why_not_readable(t)) return "reads " + *bad;
+    std::int32_t next = st.mat;
+    bool created = false;
+    for (auto t : p_.outputs(o)) {
+      const auto s = p_.storage_of(t);
+      const auto su = static_cast<std::size_t>(s);
+      if (p_.inplace_of(t) != no_id) {
+        if (st.kind == step_kind::recompute)
+          return "recomputes an in-place op (writes '" + p_.tensor_name(t) + "' into '" + p_.tensor_name(p_.inplace_of(t)) + "')";
+        if (auto bad = why_not_readable(p_.inplace_of(t))) return "writes in place into " + *bad;
+        holds_[su] = t;
+        continue;
+      }
+      if (state_[su] == live) {
+        if (st.kind == step_kind::recompute && holds_[su] == t) continue;  // still there: left as it is
+        return "produces '" + p_.tensor_name(t) + "' whose storage is already live";
+      }
+      if (st.kind == step_kind::compute && state_[su] != absent) return "produces '" + p_.tensor_name(t) + "' twice";
+      if (p_.storage_bytes(s) > 0) {
+        if (auto bad = open(s, next++, st.kind == step_kind::compute ? "computes" : "recomputes")) return bad;
+        created = true;
+      }
+      state_[su] = live;
+      holds_[su] = t;
+    }
+    if (!created && st.mat != no_id)
+      return "names materialization " + std::to_string(st.mat) + " but creates none (its outputs are in place, empty or live)";
+    const auto ws = step_workspace(p_, st);
+    const auto ws_key = plan_.mats.size() + i;
+    if (ws > 0)
+      if (auto bad = occupy(ws_key, st.workspace_offset)) return bad;
+    peak_ = std::max(peak_, live_bytes_);
+    if (ws > 0) release(ws_key, st.workspace_offset);
+    if (st.kind == step_kind::compute) computed_at_[ou] = static_cast<std::int32_t>(i);
+    return std::nullopt;
+  }
+
+  // ---- free / offload / prefetch ----
+  std::optional<std::string> run_transfer(std::size_t i, const step& st) {
+    if (st.id < 0 || st.id >= p_.num_tensors()) return std::string("tensor id out of range");
+    const tensor_id t = st.id;
+    const auto s = p_.storage_of(t);
+    const auto su = static_cast<std::size_t>(s);
     switch (st.kind) {
       case step_kind::free:
-        if (p.resident(static_cast<storage_id>(s))) return fail(at_step(i) + "frees a resident tensor (inputs, weights, optimizer state stay)", si);
-        if (p.live_to_end(static_cast<storage_id>(s))) return fail(at_step(i) + "frees a storage that holds an output", si);
-        if (state[s] != live) return fail(at_step(i) + "frees a storage that is not live", si);
-        release(s, off);
-        state[s] = freed;
-        gone_at[s] = si;
+        if (p_.resident(s)) return std::string("frees a resident tensor (inputs, weights, optimizer state stay)");
+        if (p_.live_to_end(s)) return std::string("frees a storage that holds an output");
+        if (state_[su] != live) return std::string("frees a storage that is not live");
+        close(s);
+        state_[su] = freed;
+        gone_at_[su] = static_cast<std::int32_t>(i);
         break;
       case step_kind::offload:
-        if (auto bad = why_not_readable(t)) return fail(at_step(i) + "offloads " + *bad, si);
-        release(s, off);
-        state[s] = on_host;
-        host_holds[s] = t;
-        gone_at[s] = si;
-        transfer += p.storage_bytes(static_cast<storage_id>(s));
+        if (auto bad = why_not_readable(t)) return "offloads " + *bad;
+        close(s);
+        state_[su] = on_host;
+        host_holds_[su] = t;
+        gone_at_[su] = static_cast<std::int32_t>(i);
+        transfer_ += p_.storage_bytes(s);
         break;
       case step_kind::prefetch:
-        if (state[s] != on_host || host_holds[s] != t)
-          return fail(at_step(i) + "prefetches tensor '" + p.tensor_name(t) + "' that is not on the host", si);
-        if (auto bad = occupy(s, off)) return fail(at_step(i) + *bad, si);
-        state[s] = live;
-        holds[s] = t;
-        transfer += p.storage_bytes(static_cast<storage_id>(s));
-        peak = std::max(peak, live_bytes);
+        if (state_[su] != on_host || host_holds_[su] != t) return "prefetches tensor '" + p_.tensor_name(t) + "' that is not on the host";
+        if (p_.storage_bytes(s) > 0)
+          if (auto bad = open(s, st.mat, "prefetches")) return bad;
+        state_[su] = live;
+        holds_[su] = t;
+        transfer_ += p_.storage_bytes(s);
+        peak_ = std::max(peak_, live_bytes_);
         break;
       default: break;
     }
+    return std::nullopt;
   }
-  for (std::size_t o = 0; o < no; ++o)
-    if (computed_at[o] < 0) return fail("op '" + p.op_name(static_cast<op_id>(o)) + "' is never computed");
-  for (std::size_t s = 0; s < ns; ++s) {
-    const auto sid = static_cast<storage_id>(s);
-    if ((p.resident(sid) || p.live_to_end(sid)) && state[s] != live && p.storage_bytes(sid) > 0)
-      return fail("tensor '" + p.tensor_name(p.storage_root(sid)) + "' must be on the device at the end (resident or output) but is not");
+
+  // ---- the end of the steps ----
+  std::optional<std::string> check_end() const {
+    for (op_id o = 0; o < p_.num_ops(); ++o)
+      if (computed_at_[static_cast<std::size_t>(o)] < 0) return "op '" + p_.op_name(o) + "' is never computed";
+    const auto initial = initial_mats(p_, plan_);
+    for (storage_id s = 0; s < p_.num_storages(); ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      if (p_.storage_bytes(s) == 0) continue;
+      if ((p_.resident(s) || p_.live_to_end(s)) && state_[su] != live)
+        return "tensor '" + p_.tensor_name(p_.storage_root(s)) + "' must be on the device at the end (resident or output) but is not";
+      if (p_.resident(s) && cur_[su] != initial[su] &&
+          plan_.mats[static_cast<std::size_t>(cur_[su])].offset != plan_.mats[static_cast<std::size_t>(initial[su])].offset)
+        return "resident tensor '" + p_.tensor_name(p_.storage_root(s)) + "' ends at offset " +
+               std::to_string(plan_.mats[static_cast<std::size_t>(cur_[su])].offset) + ", not where it started (" +
+               std::to_string(plan_.mats[static_cast<std::size_t>(initial[su])].offset) + "): the plan could not run again";
+    }
+    for (std::size_t m = 0; m < claimed_.size(); ++m)
+      if (!claimed_[m]) return mat_name(m) + " is created by no step";
+    return std::nullopt;
   }
-  peak = std::max(peak, p.resident_bytes());
-  const auto& st = plan.stats;
-  if (st.peak != peak) return fail("plan claims a peak of " + std::to_string(st.peak) + " bytes, the steps give " + std::to_string(peak));
-  if (st.arena != plan.arena) return fail("stats claim an arena of " + std::to_string(st.arena) + " bytes, the plan has " + std::to_string(plan.arena));
-  if (st.lower_bound > peak)
-    return fail("plan claims a lower bound of " + std::to_string(st.lower_bound) + " bytes above its own peak " + std::to_string(peak));
-  if (st.transfer_bytes != transfer)
-    return fail("plan claims " + std::to_string(st.transfer_bytes) + " transfer bytes, the steps move " + std::to_string(transfer));
-  if (st.recompute_cost != recompute_cost)
-    return fail("plan claims a recompute cost of " + std::to_string(st.recompute_cost) + ", the steps give " + std::to_string(recompute_cost));
-  return {};
-}
+
+  std::optional<std::string> check_stats() const {
+    const auto peak = std::max(peak_, p_.resident_bytes());
+    const auto& st = plan_.stats;
+    if (st.peak != peak) return "plan claims a peak of " + std::to_string(st.peak) + " bytes, the steps give " + std::to_string(peak);
+    if (st.arena != plan_.arena)
+      return "stats claim an arena of " + std::to_string(st.arena) + " bytes, the plan has " + std::to_string(plan_.arena);
+    if (st.lower_bound > peak)
+      return "plan claims a lower bound of " + std::to_string(st.lower_bound) + " bytes above its own peak " + std::to_string(peak);
+    if (st.arena_lower_bound > plan_.arena)
+      return "plan claims an arena lower bound of " + std::to_string(st.arena_lower_bound) + " bytes above its own arena " +
+             std::to_string(plan_.arena);
+    if (st.transfer_bytes != transfer_)
+      return "plan claims " + std::to_string(st.transfer_bytes) + " transfer bytes, the steps move " + std::to_string(transfer_);
+    if (st.recompute_cost != recompute_cost_)
+      return "plan claims a recompute cost of " + std::to_string(st.recompute_cost) + ", the steps give " + std::to_string(recompute_cost_);
+    return std::nullopt;
+  }
+
+  const problem& p_;
+  const memory_plan& plan_;
+  std::size_t ns_;
+  std::vector<std::uint8_t> state_, claimed_;
+  std::vector<std::int32_t> holds_, host_holds_, cur_, gone_at_, computed_at_;
+  std::set<std::pair<std::int64_t, std::size_t>> ranges_;
+  std::int64_t live_bytes_ = 0, peak_ = 0, transfer_ = 0;
+  double recompute_cost_ = 0.0;
+};
+
+}  // namespace detail
+
+inline verify_result verify(const problem& p, const memory_plan& plan) { return detail::referee(p, plan).run(); }
 
 // Throws memplan::error(errc::invalid_plan) with the violation when the plan is not valid.
 inline void verify_or_throw(const problem& p, const memory_plan& plan) {

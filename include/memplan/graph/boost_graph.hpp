@@ -34,9 +34,9 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/graph/index_range.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/kinds.hpp>
 #include <memplan/graph/traits.hpp>
 
 namespace memplan {

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/graph/index_range.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/kinds.hpp>
 #include <memplan/graph/traits.hpp>
 
 namespace memplan::graph {

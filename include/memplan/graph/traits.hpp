@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/kinds.hpp>
 
 namespace memplan {
 namespace _cpo {

@@ -19,8 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include <memplan/core/error.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/buffer.hpp>
 
 namespace memplan::io {
 

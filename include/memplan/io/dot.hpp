@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/io/report.hpp>
 

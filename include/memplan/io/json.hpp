@@ -1,7 +1,7 @@
 #pragma once
-// The memplan graph format, version 1 (docs/format.md): reading (.json and gzip'd .json.gz) into a
-// validated memplan::problem or graph::dataflow_graph, and writing either back. One of the only
-// headers that include nlohmann-json (link memplan::json); gzip needs zlib (MEMPLAN_HAVE_ZLIB).
+// The memplan graph format, version 1 (docs/format.md): reading a document (.json, or .json.gz with
+// <memplan/io/gzip.hpp>) into a validated memplan::problem or graph::dataflow_graph, and writing
+// either back. Link memplan::json.
 //
 // Every malformed document is rejected with memplan::error naming the source and the culprit:
 // errc::parse_error for text that is not JSON (with line, column and byte offset) and
@@ -22,17 +22,16 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-#if defined(MEMPLAN_HAVE_ZLIB)
-#include <zlib.h>
-#endif
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
-#include <memplan/graph/kinds.hpp>
+#include <memplan/base/kinds.hpp>
 #include <memplan/io/dtype.hpp>
+#include <memplan/io/file.hpp>
+#include <memplan/io/json_text.hpp>
 
 // g++ 12 at -O2/-O3 reports a false -Wrestrict inside std::string's operator+ once it is inlined
 // into long message-building code (GCC PR 105329, PR 105651); memplan's messages are plain
@@ -43,9 +42,6 @@
 #endif
 
 namespace memplan::io {
-
-// Keys keep their order when written (format, version, name, tensors, ops; tensors in graph order).
-using json = nlohmann::ordered_json;
 
 inline constexpr std::string_view graph_format_name = "memplan-graph";
 inline constexpr std::int64_t graph_format_version = 1;
@@ -83,173 +79,7 @@ struct graph_document {
   std::vector<op_record> ops;
 };
 
-// ---- files: plain or gzip'd ----------------------------------------------------------------------
 namespace detail {
-
-inline bool is_gzip(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
-}
-
-inline bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-inline std::string gunzip(std::string_view data, const std::string& source) {
-#if defined(MEMPLAN_HAVE_ZLIB)
-  std::string out;
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) throw error(errc::io_error, source + ": cannot initialise zlib");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  if (data.size() > std::numeric_limits<uInt>::max()) {
-    inflateEnd(&zs);
-    throw error(errc::io_error, source + ": gzip file too large");
-  }
-  char buf[1 << 16];
-  int rc = Z_OK;
-  for (;;) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (rc == Z_STREAM_END) {
-      // Concatenated gzip members are one file (gzip(1) semantics).
-      if (zs.avail_in > 0 && is_gzip(std::string_view(reinterpret_cast<const char*>(zs.next_in), zs.avail_in))) {
-        inflateReset(&zs);
-        continue;
-      }
-      break;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      inflateEnd(&zs);
-      throw error(errc::io_error, source + ": truncated gzip data (the file ends inside the compressed stream)");
-    }
-    std::string why = zs.msg ? zs.msg : "zlib error " + std::to_string(rc);
-    inflateEnd(&zs);
-    throw error(errc::io_error, source + ": corrupt gzip data: " + why);
-  }
-  inflateEnd(&zs);
-  return out;
-#else
-  (void)data;
-  throw error(errc::io_error, source + ": is gzip-compressed, but memplan was built without zlib "
-                                       "(install zlib and reconfigure, or gunzip the file first)");
-#endif
-}
-
-#if defined(MEMPLAN_HAVE_ZLIB)
-inline std::string gzip(std::string_view text, const std::string& target) {
-  z_stream zs{};
-  // windowBits 15 + 16: a gzip header; the header's mtime stays 0, so equal input gives equal bytes.
-  if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw error(errc::io_error, target + ": cannot initialise zlib");
-  if (text.size() > std::numeric_limits<uInt>::max()) {
-    deflateEnd(&zs);
-    throw error(errc::io_error, target + ": text too large to compress");
-  }
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  zs.avail_in = static_cast<uInt>(text.size());
-  std::string out;
-  char buf[1 << 16];
-  int rc = Z_OK;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = deflate(&zs, Z_FINISH);
-    out.append(buf, sizeof buf - zs.avail_out);
-  } while (rc == Z_OK || rc == Z_BUF_ERROR);
-  deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw error(errc::io_error, target + ": zlib failed to compress");
-  return out;
-}
-#endif
-
-}  // namespace detail
-
-// The text of a file; gzip'd content (detected by its magic bytes, whatever the name) is inflated.
-inline std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(errc::io_error, "cannot open '" + path + "'");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw error(errc::io_error, "error while reading '" + path + "'");
-  if (detail::is_gzip(data)) return detail::gunzip(data, path);
-  return data;
-}
-
-// Writes text; a name ending in .gz is gzip-compressed (needs zlib).
-inline void write_text_file(const std::string& path, std::string_view text) {
-  std::string data;
-  if (detail::ends_with(path, ".gz")) {
-#if defined(MEMPLAN_HAVE_ZLIB)
-    data = detail::gzip(text, path);
-#else
-    throw error(errc::io_error, "'" + path + "': cannot write gzip, memplan was built without zlib");
-#endif
-  } else {
-    data.assign(text);
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
-}
-
-// "dir/resnet18.json.gz" -> "resnet18".
-inline std::string stem_of(std::string_view path) {
-  auto slash = path.find_last_of('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  for (std::string_view suf : {".gz", ".json"})
-    if (detail::ends_with(base, suf)) base.remove_suffix(suf.size());
-  return std::string(base);
-}
-
-// ---- JSON text ---------------------------------------------------------------------------------------
-namespace detail {
-
-// Parses JSON text; on a syntax error throws errc::parse_error with line, column and byte offset.
-// J: io::json (keeps key order) or nlohmann::json (sorted keys, O(log n) lookups: for big objects).
-template <class J = json>
-J parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return J::parse(text.begin(), text.end());
-  } catch (const typename J::parse_error& e) {
-    const auto byte = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') { ++line; col = 1; }
-      else ++col;
-    }
-    std::string why = e.what();
-    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
-    if (auto p = why.find(": "); p != std::string::npos && why.rfind("[json.exception", 0) == 0) why = why.substr(p + 2);
-    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) why = "the document is empty";
-    throw error(errc::parse_error, source + ": not valid JSON at line " + std::to_string(line) + ", column " +
-                                       std::to_string(col) + " (byte " + std::to_string(byte) + "): " + why);
-  } catch (const typename J::exception& e) {
-    // E.g. out_of_range.406 "number overflow parsing '1e400'": a number no double can hold.
-    std::string why = e.what();
-    if (auto p = why.find("] "); p != std::string::npos && why.rfind("[json.exception", 0) == 0) why = why.substr(p + 2);
-    throw error(errc::parse_error, source + ": not valid JSON: " + why);
-  }
-}
-
-template <class J>
-std::string short_dump(const J& v) {
-  auto s = v.dump(-1, ' ', false, J::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
-
-inline std::string squote(std::string_view s) {
-  // Built by appending: g++ 12 -O3 flags "'" + std::string(s) + "'" with a false -Wrestrict (GCC PR 105329).
-  std::string o;
-  o.reserve(s.size() + 2);
-  o += '\'';
-  o.append(s);
-  o += '\'';
-  return o;
-}
 
 inline std::string kind_names() {
   std::string s;
@@ -634,11 +464,6 @@ inline json write_graph(const graph::dataflow_graph& g) {
   return j;
 }
 
-// Writes any JSON document to a file (.gz: gzip'd), compact, or indented when indent >= 0.
-inline void save_json(const std::string& path, const json& j, int indent = -1) {
-  // Names built in C++ may hold bytes that are not UTF-8: replace them rather than throw.
-  write_text_file(path, j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n");
-}
 
 }  // namespace memplan::io
 

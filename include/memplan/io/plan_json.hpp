@@ -8,13 +8,17 @@
 // an offset for a non-empty tensor -> errc::invalid_plan.
 #include <cstdint>
 #include <string>
+#include <algorithm>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
-#include <memplan/io/json.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/io/file.hpp>
+#include <memplan/io/json_text.hpp>
 #include <memplan/io/report.hpp>
 
 // See io/json.hpp: a false -Wrestrict of g++ 12 in inlined std::string concatenation (GCC PR 105329).
@@ -26,7 +30,7 @@
 namespace memplan::io {
 
 inline constexpr std::string_view plan_format_name = "memplan-plan";
-inline constexpr std::int64_t plan_format_version = 1;
+inline constexpr std::int64_t plan_format_version = 2;
 
 inline json stats_to_json(const plan_stats& st) {
   json s;
@@ -34,58 +38,81 @@ inline json stats_to_json(const plan_stats& st) {
   s["lower_bound"] = st.lower_bound;
   s["gap"] = st.gap;
   s["arena"] = st.arena;
+  s["arena_lower_bound"] = st.arena_lower_bound;
   s["fragmentation"] = st.fragmentation;
   s["given_peak"] = st.given_peak;
+  s["compute_cost"] = st.compute_cost;
   s["recompute_cost"] = st.recompute_cost;
   s["transfer_bytes"] = st.transfer_bytes;
   s["schedule_seconds"] = st.schedule_seconds;
+  s["checkpoint_seconds"] = st.checkpoint_seconds;
+  s["offload_seconds"] = st.offload_seconds;
   s["place_seconds"] = st.place_seconds;
   s["scheduler"] = st.scheduler;
+  s["checkpointer"] = st.checkpointer;
+  s["offloader"] = st.offloader;
   s["placer"] = st.placer;
   s["notes"] = st.notes;
   return s;
 }
 
+// Version 2 (docs/format.md, "plan file"): the offsets of the preexisting storages under "initial";
+// every step that materializes storages carries their offsets under "offsets" (output tensor ->
+// offset), its workspace's offset under "workspace" and its implementation's name under "impl".
 inline json plan_to_json(const problem& p, const memory_plan& mp) {
-  if (mp.offsets.size() != static_cast<std::size_t>(p.num_tensors()) ||
-      mp.workspace_offsets.size() != static_cast<std::size_t>(p.num_ops()))
-    throw error(errc::invalid_argument, "plan_to_json: the plan has " + std::to_string(mp.offsets.size()) + " offsets and " +
-                                            std::to_string(mp.workspace_offsets.size()) + " workspace offsets for a graph of " +
-                                            std::to_string(p.num_tensors()) + " tensors and " + std::to_string(p.num_ops()) + " ops");
   json j;
   j["format"] = std::string(plan_format_name);
   j["version"] = plan_format_version;
   j["graph"] = p.name();
   j["arena"] = mp.arena;
   j["alignment"] = mp.alignment;
+  if (mp.makespan > 0) j["makespan"] = mp.makespan;
+  const auto initial = initial_storages(p);
+  if (mp.mats.size() < initial.size())
+    throw error(errc::invalid_argument, "plan_to_json: the plan has " + std::to_string(mp.mats.size()) +
+                                            " materializations for the " + std::to_string(initial.size()) +
+                                            " preexisting storages of graph '" + p.name() + "'");
+  // Names are unique, so entries are appended without the ordered map's linear key search
+  // (O(n) instead of O(n^2) for a graph of n tensors).
+  json init = json::object();
+  auto& init_map = init.get_ref<json::object_t&>();
+  for (std::size_t k = 0; k < initial.size(); ++k) init_map.emplace_back(p.tensor_name(p.storage_root(initial[k])), mp.mats[k].offset);
+  j["initial"] = std::move(init);
   json steps = json::array();
+  auto on_device = initially_on_device(p);
   for (const auto& s : mp.steps) {
     json x;
     x["kind"] = std::string(to_string(s.kind));
-    const bool on_op = s.kind == step_kind::compute || s.kind == step_kind::recompute;
-    if (on_op) {
+    if (runs_op(s.kind)) {
       if (s.id < 0 || s.id >= p.num_ops()) throw error(errc::invalid_argument, "plan_to_json: step names op id " + std::to_string(s.id));
       x["op"] = p.op_name(s.id);
+      if (s.impl >= 0) {
+        const auto impls = p.implementations(s.id);
+        if (static_cast<std::size_t>(s.impl) >= impls.size())
+          throw error(errc::invalid_argument, "plan_to_json: op '" + p.op_name(s.id) + "' has no implementation " + std::to_string(s.impl));
+        x["impl"] = impls[static_cast<std::size_t>(s.impl)].name;
+      }
     } else {
       if (s.id < 0 || s.id >= p.num_tensors())
         throw error(errc::invalid_argument, "plan_to_json: step names tensor id " + std::to_string(s.id));
       x["tensor"] = p.tensor_name(s.id);
     }
+    json offs = json::object();
+    std::int32_t next = s.mat;
+    step_creations(p, s, on_device, [&](storage_id, tensor_id t) {
+      if (next < 0 || static_cast<std::size_t>(next) >= mp.mats.size())
+        throw error(errc::invalid_argument, "plan_to_json: a step that materializes '" + p.tensor_name(t) + "' has no materialization");
+      offs[p.tensor_name(t)] = mp.mats[static_cast<std::size_t>(next++)].offset;
+    });
+    if (!offs.empty()) x[s.kind == step_kind::prefetch ? "offset" : "offsets"] = s.kind == step_kind::prefetch ? offs.front() : offs;
+    if (step_workspace(p, s) > 0) x["workspace"] = s.workspace_offset;
+    if (s.end > 0 || s.begin > 0) {
+      x["begin"] = s.begin;
+      x["end"] = s.end;
+    }
     steps.push_back(std::move(x));
   }
   j["steps"] = std::move(steps);
-  // Names are unique, so entries are appended without the ordered map's linear key search
-  // (O(n) instead of O(n^2) for a graph of n tensors).
-  json offs = json::object();
-  auto& offs_map = offs.get_ref<json::object_t&>();
-  for (tensor_id t = 0; t < p.num_tensors(); ++t)
-    if (p.storage_bytes(p.storage_of(t)) > 0) offs_map.emplace_back(p.tensor_name(t), mp.offsets[static_cast<std::size_t>(t)]);
-  j["offsets"] = std::move(offs);
-  json ws = json::object();
-  auto& ws_map = ws.get_ref<json::object_t&>();
-  for (op_id o = 0; o < p.num_ops(); ++o)
-    if (p.workspace(o) > 0) ws_map.emplace_back(p.op_name(o), mp.workspace_offsets[static_cast<std::size_t>(o)]);
-  j["workspace_offsets"] = std::move(ws);
   j["stats"] = stats_to_json(mp.stats);
   return j;
 }
@@ -124,6 +151,28 @@ struct plan_reader {
     if (!v.is_string()) throw parse(what + " is " + short_dump(v) + ", not a string");
     return v.template get<std::string>();
   }
+  const json& object(const json& v, const std::string& what) const {
+    if (!v.is_object()) throw parse(what + " is " + short_dump(v) + ", not an object");
+    return v;
+  }
+
+  // offset per tensor, from an object {tensor id: offset}
+  void read_offsets(const json& obj, const std::string& what, std::vector<std::int64_t>& off, std::vector<char>& given) const {
+    for (const auto& [name, v] : object(obj, what).items()) {
+      auto t = p.find_tensor(name);
+      if (!t) throw invalid(what + " names tensor '" + name + "', which is not in graph '" + p.name() + "'");
+      off[static_cast<std::size_t>(*t)] = integer(v, "offset of tensor '" + name + "' in " + what);
+      given[static_cast<std::size_t>(*t)] = 1;
+    }
+  }
+  // The offset given for storage s through any of its tensors, or an error naming the tensor.
+  std::int64_t offset_of(storage_id s, const std::vector<std::int64_t>& off, const std::vector<char>& given,
+                         const std::string& where) const {
+    for (auto u : p.storage_tensors(s))
+      if (given[static_cast<std::size_t>(u)]) return off[static_cast<std::size_t>(u)];
+    throw invalid(where + " has no offset for tensor '" + p.tensor_name(p.storage_root(s)) + "' (" +
+                  std::to_string(p.storage_bytes(s)) + " bytes)");
+  }
 
   memory_plan read(const json& j) const {
     if (!j.is_object()) throw parse("the top level is not a JSON object (expected {\"format\": \"memplan-plan\", ...})");
@@ -132,16 +181,34 @@ struct plan_reader {
     if (!f->is_string() || f->template get<std::string>() != plan_format_name)
       throw parse("\"format\" is " + short_dump(*f) + ", expected \"memplan-plan\"");
     const auto& v = field(j, "version", "the plan");
-    if (!v.is_number_integer() || v.template get<std::int64_t>() != plan_format_version)
-      throw parse("\"version\" is " + short_dump(v) + ", this reader reads plan version 1 only");
+    if (!v.is_number_integer() || (v.template get<std::int64_t>() != 1 && v.template get<std::int64_t>() != 2))
+      throw parse("\"version\" is " + short_dump(v) + ", this reader reads plan versions 1 and 2");
+    const bool v1 = v.template get<std::int64_t>() == 1;
 
     memory_plan mp;
     mp.arena = integer(field(j, "arena", "the plan"), "\"arena\"");
     mp.alignment = integer(field(j, "alignment", "the plan"), "\"alignment\"");
+    if (auto ms = j.find("makespan"); ms != j.end()) mp.makespan = number(*ms, "\"makespan\"");
+    const auto nt = static_cast<std::size_t>(p.num_tensors());
+
+    // Version 1: one offset per tensor and one workspace offset per op, for every step.
+    std::vector<std::int64_t> v1_off(nt, 0), v1_ws(static_cast<std::size_t>(p.num_ops()), -1);
+    std::vector<char> v1_given(nt, 0);
+    if (v1) {
+      read_offsets(field(j, "offsets", "the plan"), "\"offsets\"", v1_off, v1_given);
+      if (auto ws = j.find("workspace_offsets"); ws != j.end()) {
+        for (const auto& [name, off] : object(*ws, "\"workspace_offsets\"").items()) {
+          auto o = p.find_op(name);
+          if (!o) throw invalid("\"workspace_offsets\" names op '" + name + "', which is not in graph '" + p.name() + "'");
+          v1_ws[static_cast<std::size_t>(*o)] = integer(off, "workspace offset of op '" + name + "'");
+        }
+      }
+    }
 
     const auto& steps = field(j, "steps", "the plan");
     if (!steps.is_array()) throw parse("\"steps\" is not a list");
     mp.steps.reserve(steps.size());
+    std::vector<const json*> step_offsets(steps.size(), nullptr);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const auto& s = steps[i];
       const auto at = "steps[" + std::to_string(i) + "]";
@@ -154,6 +221,15 @@ struct plan_reader {
         auto o = p.find_op(name);
         if (!o) throw invalid(at + " (" + kind + "): op '" + name + "' is not in graph '" + p.name() + "'");
         st.id = *o;
+        if (auto im = s.find("impl"); im != s.end()) {
+          const auto iname = string(*im, at + ".impl");
+          const auto impls = p.implementations(*o);
+          for (std::size_t k = 0; k < impls.size() && st.impl < 0; ++k)
+            if (impls[k].name == iname) st.impl = static_cast<std::int32_t>(k);
+          if (st.impl < 0) throw invalid(at + " (" + kind + "): op '" + name + "' has no implementation '" + iname + "'");
+        }
+        if (v1) st.workspace_offset = v1_ws[static_cast<std::size_t>(*o)];
+        else if (auto w = s.find("workspace"); w != s.end()) st.workspace_offset = integer(*w, at + ".workspace");
       } else if (kind == "offload" || kind == "prefetch" || kind == "free") {
         st.kind = kind == "offload" ? step_kind::offload : kind == "prefetch" ? step_kind::prefetch : step_kind::free;
         const auto name = string(field(s, "tensor", at), at + ".tensor");
@@ -163,41 +239,44 @@ struct plan_reader {
       } else {
         throw parse(at + ": unknown step kind '" + kind + "' (expected compute, recompute, offload, prefetch or free)");
       }
+      if (auto b = s.find("begin"); b != s.end()) st.begin = number(*b, at + ".begin");
+      if (auto e = s.find("end"); e != s.end()) st.end = number(*e, at + ".end");
+      if (!v1) {
+        if (auto o = s.find(st.kind == step_kind::prefetch ? "offset" : "offsets"); o != s.end()) step_offsets[i] = &*o;
+      }
       mp.steps.push_back(st);
     }
 
-    mp.offsets.assign(static_cast<std::size_t>(p.num_tensors()), 0);
-    std::vector<char> given(static_cast<std::size_t>(p.num_tensors()), 0);
-    const auto& offs = field(j, "offsets", "the plan");
-    if (!offs.is_object()) throw parse("\"offsets\" is not an object {tensor id: offset}");
-    for (const auto& [name, off] : offs.items()) {
-      auto t = p.find_tensor(name);
-      if (!t) throw invalid("\"offsets\" names tensor '" + name + "', which is not in graph '" + p.name() + "'");
-      mp.offsets[static_cast<std::size_t>(*t)] = integer(off, "offset of tensor '" + name + "'");
-      given[static_cast<std::size_t>(*t)] = 1;
-    }
-    for (tensor_id t = 0; t < p.num_tensors(); ++t) {
-      if (given[static_cast<std::size_t>(t)] || p.storage_bytes(p.storage_of(t)) == 0) continue;  // empty ones occupy nothing
-      // A tensor of a storage may be given through another tensor of the same storage.
-      bool found = false;
-      for (auto u : p.storage_tensors(p.storage_of(t)))
-        if (given[static_cast<std::size_t>(u)]) {
-          mp.offsets[static_cast<std::size_t>(t)] = mp.offsets[static_cast<std::size_t>(u)];
-          found = true;
-          break;
-        }
-      if (!found)
-        throw invalid("\"offsets\" has no offset for tensor '" + p.tensor_name(t) + "' (" +
-                      std::to_string(p.storage_bytes(p.storage_of(t))) + " bytes)");
-    }
-
-    mp.workspace_offsets.assign(static_cast<std::size_t>(p.num_ops()), -1);
-    if (auto ws = j.find("workspace_offsets"); ws != j.end()) {
-      if (!ws->is_object()) throw parse("\"workspace_offsets\" is not an object {op id: offset}");
-      for (const auto& [name, off] : ws->items()) {
-        auto o = p.find_op(name);
-        if (!o) throw invalid("\"workspace_offsets\" names op '" + name + "', which is not in graph '" + p.name() + "'");
-        mp.workspace_offsets[static_cast<std::size_t>(*o)] = integer(off, "workspace offset of op '" + name + "'");
+    // Materializations: numbered canonically from the steps, then given their offsets.
+    relink(p, mp, /*inherit_offsets=*/true);  // keeps the arena read above
+    const auto initial = initial_storages(p);
+    if (v1) {
+      for (auto& m : mp.mats)
+        m.offset = offset_of(m.storage, v1_off, v1_given, "\"offsets\"");
+    } else {
+      std::vector<std::int64_t> off(nt, 0);
+      std::vector<char> given(nt, 0);
+      read_offsets(field(j, "initial", "the plan"), "\"initial\"", off, given);
+      for (std::size_t k = 0; k < initial.size(); ++k) mp.mats[k].offset = offset_of(initial[k], off, given, "\"initial\"");
+      auto on_device = initially_on_device(p);
+      for (std::size_t i = 0; i < mp.steps.size(); ++i) {
+        const auto& st = mp.steps[i];
+        const auto at = "steps[" + std::to_string(i) + "]";
+        std::int32_t next = st.mat;
+        step_creations(p, st, on_device, [&](storage_id, tensor_id t) {
+          const auto name = p.tensor_name(t);
+          if (!step_offsets[i])
+            throw invalid(at + " (" + std::string(to_string(st.kind)) + ") materializes '" + name + "' but gives no offset");
+          auto& m = mp.mats[static_cast<std::size_t>(next++)];
+          if (st.kind == step_kind::prefetch) {
+            m.offset = integer(*step_offsets[i], at + ".offset");
+            return;
+          }
+          const auto& obj = object(*step_offsets[i], at + ".offsets");
+          auto it = obj.find(name);
+          if (it == obj.end()) throw invalid(at + ".offsets has no offset for tensor '" + name + "'");
+          m.offset = integer(*it, at + ".offsets['" + name + "']");
+        });
       }
     }
 
@@ -212,25 +291,32 @@ struct plan_reader {
     opt_int("lower_bound", s.lower_bound);
     opt_num("gap", s.gap);
     opt_int("arena", s.arena);
+    opt_int("arena_lower_bound", s.arena_lower_bound);
     opt_num("fragmentation", s.fragmentation);
     opt_int("given_peak", s.given_peak);
+    opt_num("compute_cost", s.compute_cost);
     opt_num("recompute_cost", s.recompute_cost);
     opt_int("transfer_bytes", s.transfer_bytes);
     opt_num("schedule_seconds", s.schedule_seconds);
+    opt_num("checkpoint_seconds", s.checkpoint_seconds);
+    opt_num("offload_seconds", s.offload_seconds);
     opt_num("place_seconds", s.place_seconds);
     opt_str("scheduler", s.scheduler);
+    opt_str("checkpointer", s.checkpointer);
+    opt_str("offloader", s.offloader);
     opt_str("placer", s.placer);
     if (auto it = st.find("notes"); it != st.end()) {
       if (!it->is_array()) throw parse("stats.notes is not a list of strings");
       for (const auto& n : *it) s.notes.push_back(string(n, "a note in stats.notes"));
     }
+    mp.arena_lower_bound = s.arena_lower_bound;
     return mp;
   }
 };
 
 }  // namespace detail
 
-// The plan a JSON document describes, for graph `p`. Not verified: call memplan::verify.
+// The plan a JSON document describes (version 1 or 2), for graph `p`. Not verified: call memplan::verify.
 inline memory_plan plan_from_json(const problem& p, const json& j, const std::string& source = "<plan>") {
   return detail::plan_reader<json>{p, source}.read(j);
 }
@@ -238,8 +324,8 @@ inline memory_plan plan_from_json(const problem& p, const nlohmann::json& j, con
   return detail::plan_reader<nlohmann::json>{p, source}.read(j);
 }
 
-// Parsed with sorted keys: a plan's "offsets" object has one key per tensor, and an order-keeping
-// map would make parsing quadratic.
+// Parsed with sorted keys: a plan's "initial" object has one key per preexisting storage, and an
+// order-keeping map would make parsing quadratic.
 inline memory_plan parse_plan(const problem& p, std::string_view text, const std::string& source = "<plan>") {
   return plan_from_json(p, detail::parse_json_text<nlohmann::json>(text, source), source);
 }

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/io/report.hpp>
@@ -34,57 +34,28 @@ struct heap_block {
   op_id workspace_of = no_id;  // the op whose workspace it is, no_id for a storage
 };
 
-// The live intervals of a plan. Time is counted in op steps (compute and recompute); a storage
-// allocated by the op at step k starts at k, one freed (or offloaded) after step k ends at k + 1,
-// one prefetched before step k starts at k. Preexisting storages start at 0; storages still live at
-// the end end at the number of op steps. Blocks come in order of their start, then of their storage.
+// The live intervals of a plan: one per materialization, [first, last + 1) in op steps (compute and
+// recompute), and one per op step's workspace. Blocks come in order of their start, then of their
+// storage.
 inline std::vector<heap_block> heap_blocks(const problem& p, const memory_plan& mp) {
-  const auto ns = static_cast<std::size_t>(p.num_storages());
-  if (mp.offsets.size() != static_cast<std::size_t>(p.num_tensors()) || mp.workspace_offsets.size() != static_cast<std::size_t>(p.num_ops()))
-    throw error(errc::invalid_argument, "heap map: the plan does not belong to graph '" + p.name() + "' (offset counts differ)");
-  std::vector<std::int64_t> open(ns, -1);
   std::vector<heap_block> out;
-  auto offset_of = [&](std::size_t s) { return mp.offsets[static_cast<std::size_t>(p.storage_root(static_cast<storage_id>(s)))]; };
-  auto close = [&](std::size_t s, std::int64_t at) {
-    if (open[s] < 0) return;
-    if (at > open[s]) {
-      const auto sid = static_cast<storage_id>(s);
-      out.push_back({open[s], at, offset_of(s), p.storage_bytes(sid), p.storage_root(sid), no_id});
-    }
-    open[s] = -1;
-  };
-  for (std::size_t s = 0; s < ns; ++s)
-    if (p.preexisting(static_cast<storage_id>(s)) && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = 0;
-  std::int64_t k = 0;  // op steps done
-  for (const auto& st : mp.steps) {
-    switch (st.kind) {
-      case step_kind::compute:
-      case step_kind::recompute: {
-        if (st.id < 0 || st.id >= p.num_ops()) throw error(errc::invalid_argument, "heap map: step names op id " + std::to_string(st.id));
-        for (auto t : p.outputs(st.id)) {
-          const auto s = static_cast<std::size_t>(p.storage_of(t));
-          if (open[s] < 0 && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = k;
-        }
-        if (p.workspace(st.id) > 0)
-          out.push_back({k, k + 1, mp.workspace_offsets[static_cast<std::size_t>(st.id)], p.workspace(st.id), no_id, st.id});
-        ++k;
-        break;
-      }
-      case step_kind::free:
-      case step_kind::offload:
-        if (st.id < 0 || st.id >= p.num_tensors()) throw error(errc::invalid_argument, "heap map: step names tensor id " + std::to_string(st.id));
-        close(static_cast<std::size_t>(p.storage_of(st.id)), k);
-        break;
-      case step_kind::prefetch: {
-        if (st.id < 0 || st.id >= p.num_tensors()) throw error(errc::invalid_argument, "heap map: step names tensor id " + std::to_string(st.id));
-        const auto s = static_cast<std::size_t>(p.storage_of(st.id));
-        if (open[s] < 0 && p.storage_bytes(static_cast<storage_id>(s)) > 0) open[s] = k;
-        break;
-      }
-    }
+  for (const auto& m : mp.mats) {
+    if (m.storage < 0 || m.storage >= p.num_storages())
+      throw error(errc::invalid_argument, "heap map: the plan does not belong to graph '" + p.name() + "' (storage " +
+                                              std::to_string(m.storage) + ")");
+    const auto bytes = p.storage_bytes(m.storage);
+    if (bytes > 0) out.push_back({m.first, std::int64_t{m.last} + 1, m.offset, bytes, p.storage_root(m.storage), no_id});
   }
-  for (std::size_t s = 0; s < ns; ++s) close(s, std::max<std::int64_t>(k, open[s] + 1));
-  std::stable_sort(out.begin(), out.end(), [](const heap_block& a, const heap_block& b) { return a.begin < b.begin; });
+  std::int64_t k = 0;
+  for (const auto& st : mp.steps) {
+    if (!runs_op(st.kind)) continue;
+    if (st.id < 0 || st.id >= p.num_ops()) throw error(errc::invalid_argument, "heap map: step names op id " + std::to_string(st.id));
+    if (const auto ws = step_workspace(p, st); ws > 0) out.push_back({k, k + 1, st.workspace_offset, ws, no_id, st.id});
+    ++k;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const heap_block& a, const heap_block& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.tensor < b.tensor;
+  });
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/detail/support.hpp>
 
 namespace memplan::place {

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/place/best_fit.hpp>
 #include <memplan/place/buffer.hpp>
 #include <memplan/place/detail/support.hpp>

@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/detail/support.hpp>
 
 namespace memplan::place {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/detail/min_cost_flow.hpp>
 #include <memplan/place/detail/support.hpp>
 

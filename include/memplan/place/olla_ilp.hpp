@@ -26,9 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include <memplan/core/error.hpp>
-#include <memplan/place/any_placer.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/any_stage.hpp>
+#include <memplan/core/buffer.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/detail/support.hpp>
 #include <memplan/place/lower_bound.hpp>
@@ -38,7 +39,7 @@
 namespace memplan::place {
 
 struct olla_ilp {
-  solver::any_backend backend{};               // solver::none: falls back to warm_start (with a note)
+  solver::any_backend backend{};               // none: plan_context::solver; neither: falls back to warm_start (with a note)
   double time_limit_s = 30.0;                  // wall clock for the MILP solve
   double relative_gap = 1e-4;
   int threads = 1;
@@ -50,10 +51,14 @@ struct olla_ilp {
 
   [[nodiscard]] std::string name() const { return "olla_ilp"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, plan_context{}); }
+
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
     validate(p);
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    const auto limit = ctx.time_limit_or(time_limit_s);
     const auto relaxed = detail::without_capacity(p);
-    auto heur = warm_start.place(relaxed);
+    auto heur = warm_start.place(relaxed, ctx);
     if (auto bad = check(relaxed, heur))
       throw error(errc::invalid_plan, "place::olla_ilp: warm-start placer '" + warm_start.name() + "' returned an invalid placement: " + *bad);
     const auto lb0 = std::max(arena_lower_bound(p), heur.lower_bound);
@@ -62,7 +67,7 @@ struct olla_ilp {
                                                               (heur.note.empty() ? "" : "; " + heur.note),
                             lb0, heur.optimal);
     };
-    if (!backend.available()) return fallback("no MILP backend (CBC) available");
+    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
     if (heur.arena <= lb0)
       return detail::finish(p, heur.offsets, name(), "olla_ilp: the warm start (" + heur.placer + ") meets the lower bound, no solve needed", lb0, true);
 
@@ -168,11 +173,11 @@ struct olla_ilp {
       started = true;
     }
     solver::options so;
-    so.time_limit = time_limit_s > 0 ? time_limit_s : solver::infinity;
+    so.time_limit = limit > 0 ? limit : solver::infinity;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;
-    const auto sol = backend.solve(m, so);
+    const auto sol = solver.solve(m, so);
     const bool exact_model = pyramid_pins == 0 && !coarse;
     const auto st = m.stats();
     std::string note = "olla_ilp: " + std::to_string(st.integers) + " addresses, " + std::to_string(st.binaries) +

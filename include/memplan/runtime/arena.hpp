@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 
 namespace memplan::runtime {
 

@@ -20,9 +20,10 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/runtime/arena.hpp>
 
@@ -48,20 +49,28 @@ struct run_stats {
 template <memory_backend Backend = host_backend>
 class executor {
  public:
-  // The plan is verified first: an executor never runs a plan the referee rejects.
-  executor(const problem& p, const memory_plan& plan, executor_options opt = {}, Backend backend = {})
-      : p_(&p), plan_(&plan), opt_(opt), arena_(plan.arena, plan.alignment, backend) {
-    if (opt_.verify_plan) verify_or_throw(p, plan);
+  // The plan is verified first: an executor never runs a plan the referee rejects. The executor
+  // keeps its own copy of the plan; the problem must outlive it (a temporary problem is refused at
+  // compile time).
+  executor(const problem& p, memory_plan plan, executor_options opt = {}, Backend backend = {})
+      : p_(&p), plan_(std::move(plan)), opt_(opt), arena_(plan_.arena, plan_.alignment, backend) {
+    if (opt_.verify_plan) verify_or_throw(p, plan_);
     staging_.resize(static_cast<std::size_t>(p.num_storages()));
+    cur_ = initial_mats(p, plan_);
     if (opt_.poison) arena_.poison_all();
   }
+  executor(const problem&& p, memory_plan plan, executor_options opt = {}, Backend backend = {}) = delete;
 
   [[nodiscard]] const arena<Backend>& memory() const noexcept { return arena_; }
+  [[nodiscard]] const memory_plan& plan() const noexcept { return plan_; }
 
-  // Where a tensor lives (resident tensors: fill them before run(), read them after).
+  // Where a tensor lives now: resident tensors (fill them before run(), read them after) and, after a
+  // run, outputs. nullptr for a tensor whose storage is not on the device.
   [[nodiscard]] std::byte* tensor_data(tensor_id t) const {
-    const auto bytes = p_->storage_bytes(p_->storage_of(t));
-    return arena_.at(plan_->offsets[static_cast<std::size_t>(t)], bytes);
+    const auto s = p_->storage_of(t);
+    const auto m = cur_[static_cast<std::size_t>(s)];
+    if (m < 0) return nullptr;
+    return arena_.at(plan_.mats[static_cast<std::size_t>(m)].offset, p_->storage_bytes(s));
   }
 
   // One pass over the plan's steps (e.g. one training step).
@@ -69,53 +78,56 @@ class executor {
   run_stats run(K&& kernel) {
     run_stats rs;
     const auto& p = *p_;
-    // Resident storages are touched from the start.
-    for (storage_id s = 0; s < p.num_storages(); ++s)
-      if (p.preexisting(s)) touch(rs, p.storage_root(s));
+    cur_ = initial_mats(p, plan_);
+    on_device_ = initially_on_device(p);
+    // Preexisting storages are touched from the start.
+    for (std::size_t m = 0; m < cur_.size(); ++m)
+      if (cur_[m] >= 0) touch(rs, cur_[m]);
     std::vector<std::byte*> in, out;
-    for (const auto& st : plan_->steps) {
+    for (const auto& st : plan_.steps) {
       ++rs.steps;
+      // New materializations of this step (outputs, a prefetched value) become current.
+      std::int32_t next = st.mat;
+      step_creations(p, st, on_device_, [&](storage_id s, tensor_id) {
+        cur_[static_cast<std::size_t>(s)] = next;
+        touch(rs, next++);
+      });
       switch (st.kind) {
         case step_kind::compute:
         case step_kind::recompute: {
-          const auto o = st.id;
+          const auto o = st.op();
           in.clear();
           out.clear();
           for (auto t : p.inputs(o)) in.push_back(ptr(t));
-          for (auto t : p.outputs(o)) {
-            out.push_back(ptr(t));
-            touch(rs, t);
-          }
+          for (auto t : p.outputs(o)) out.push_back(ptr(t));
           std::byte* ws = nullptr;
-          const auto wsb = p.workspace(o);
+          const auto wsb = step_workspace(p, st);
           if (wsb > 0) {
-            const auto off = plan_->workspace_offsets[static_cast<std::size_t>(o)];
-            ws = arena_.at(off, wsb);
-            rs.high_water = std::max(rs.high_water, off + wsb);
-            if (opt_.poison) arena_.poison(off, wsb);
+            ws = arena_.at(st.workspace_offset, wsb);
+            rs.high_water = std::max(rs.high_water, st.workspace_offset + wsb);
+            if (opt_.poison) arena_.poison(st.workspace_offset, wsb);
           }
           kernel(o, std::span<std::byte* const>(in), std::span<std::byte* const>(out), ws);
           if (st.kind == step_kind::recompute) ++rs.recomputed_ops;
-          if (wsb > 0 && opt_.poison) arena_.poison(plan_->workspace_offsets[static_cast<std::size_t>(o)], wsb);
+          if (wsb > 0 && opt_.poison) arena_.poison(st.workspace_offset, wsb);
           break;
         }
         case step_kind::free:
-          if (opt_.poison) poison_storage(st.id);
+          release(st.tensor());
           break;
         case step_kind::offload: {
-          const auto s = static_cast<std::size_t>(p.storage_of(st.id));
-          const auto bytes = p.storage_bytes(static_cast<storage_id>(s));
+          const auto s = static_cast<std::size_t>(p.storage_of(st.tensor()));
+          const auto bytes = p.storage_bytes(p.storage_of(st.tensor()));
           staging_[s].resize(static_cast<std::size_t>(bytes));
-          arena_.backend().to_host(staging_[s].data(), tensor_data(st.id), static_cast<std::size_t>(bytes));
+          if (bytes > 0) arena_.backend().to_host(staging_[s].data(), tensor_data(st.tensor()), static_cast<std::size_t>(bytes));
           rs.transfer_bytes += bytes;
-          if (opt_.poison) poison_storage(st.id);
+          release(st.tensor());
           break;
         }
         case step_kind::prefetch: {
-          const auto s = static_cast<std::size_t>(p.storage_of(st.id));
-          const auto bytes = p.storage_bytes(static_cast<storage_id>(s));
-          arena_.backend().from_host(tensor_data(st.id), staging_[s].data(), static_cast<std::size_t>(bytes));
-          touch(rs, st.id);
+          const auto s = static_cast<std::size_t>(p.storage_of(st.tensor()));
+          const auto bytes = p.storage_bytes(p.storage_of(st.tensor()));
+          if (bytes > 0) arena_.backend().from_host(tensor_data(st.tensor()), staging_[s].data(), static_cast<std::size_t>(bytes));
           rs.transfer_bytes += bytes;
           break;
         }
@@ -129,28 +141,37 @@ class executor {
     if (p_->storage_bytes(p_->storage_of(t)) == 0) return nullptr;  // control / empty tensors
     return tensor_data(t);
   }
-  void touch(run_stats& rs, tensor_id t) const {
-    const auto bytes = p_->storage_bytes(p_->storage_of(t));
-    if (bytes > 0) rs.high_water = std::max(rs.high_water, plan_->offsets[static_cast<std::size_t>(t)] + bytes);
+  void touch(run_stats& rs, std::int32_t m) const {
+    const auto& mm = plan_.mats[static_cast<std::size_t>(m)];
+    const auto bytes = p_->storage_bytes(mm.storage);
+    if (bytes > 0) rs.high_water = std::max(rs.high_water, mm.offset + bytes);
   }
-  void poison_storage(tensor_id t) const {
-    const auto bytes = p_->storage_bytes(p_->storage_of(t));
-    if (bytes > 0) arena_.poison(plan_->offsets[static_cast<std::size_t>(t)], bytes);
+  // A free or offload: the storage leaves the device (its bytes poisoned in debug runs).
+  void release(tensor_id t) {
+    const auto s = static_cast<std::size_t>(p_->storage_of(t));
+    const auto m = cur_[s];
+    if (m >= 0 && opt_.poison) {
+      const auto bytes = p_->storage_bytes(p_->storage_of(t));
+      if (bytes > 0) arena_.poison(plan_.mats[static_cast<std::size_t>(m)].offset, bytes);
+    }
+    cur_[s] = no_id;
   }
 
   const problem* p_;
-  const memory_plan* plan_;
+  memory_plan plan_;
   executor_options opt_;
   arena<Backend> arena_;
   std::vector<std::vector<std::byte>> staging_;
+  std::vector<std::int32_t> cur_;
+  std::vector<std::uint8_t> on_device_;
 };
 
 // The reference run: every storage its own host allocation, freed right after its last use in the
 // given order (an ordinary eager framework). Resident storages persist across run() calls.
 class eager_executor {
  public:
-  explicit eager_executor(const problem& p) : p_(&p), order_(static_cast<std::size_t>(p.num_ops())) {
-    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<op_id>(i);
+  explicit eager_executor(const problem&& p) = delete;
+  explicit eager_executor(const problem& p) : p_(&p), order_(given_order(p)) {
     if (auto bad = check_topological(p, order_))
       throw error(errc::invalid_graph, "eager run: the given order is not executable: " + *bad);
     buffers_.resize(static_cast<std::size_t>(p.num_storages()));

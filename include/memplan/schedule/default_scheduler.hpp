@@ -14,11 +14,13 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/stage.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/schedule/list_scheduler.hpp>
 #include <memplan/schedule/local_search.hpp>
-#include <memplan/schedule/options.hpp>
 
 namespace memplan::schedule {
 
@@ -40,14 +42,14 @@ struct default_scheduler {
   double time_limit_s = 1.0;             // local-search budget (< 0: iterations only, fully deterministic)
   std::int64_t max_iterations = 400000;  // local-search moves, split over the two starts (deterministic budget)
   std::uint64_t seed = 1;
-  progress_callback progress{};
 
   [[nodiscard]] std::string name() const { return "default"; }
 
-  [[nodiscard]] schedule_result run(const problem& p) const {
-    const detail::deadline clock(-1.0);
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
+    const auto clock = deadline::never();
     schedule_result best;
-    const auto lb = lower_bound_peak(p).bytes;
+    const auto lb = ctx.order_bound(p);
+    const auto limit = ctx.time_limit_or(time_limit_s);
     bool has_updates = false;
     for (op_id o = 0; o < p.num_ops() && !has_updates; ++o) has_updates = p.phase(o) == op_phase::update;
     std::string tried;
@@ -56,7 +58,7 @@ struct default_scheduler {
     for (const auto& h : default_heuristics(has_updates)) {
       auto r = h.run(p);
       tried += (tried.empty() ? "" : ", ") + r.policy + "=" + std::to_string(r.peak);
-      detail::report(progress, "default", r.policy, clock.elapsed(), r.peak, lb);
+      report(ctx.progress, "default", r.policy, clock.elapsed(), r.peak, lb);
       bool dup = false;
       for (const auto& t : top) dup |= t.order == r.order;
       if (!dup) {
@@ -69,8 +71,7 @@ struct default_scheduler {
     // The graph's own order competes too (last: ties go to the heuristics), so the default is
     // never worse than `given` when the given order is executable.
     if (top.front().peak > lb) {
-      std::vector<op_id> id(static_cast<std::size_t>(p.num_ops()));
-      for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<op_id>(i);
+      auto id = given_order(p);
       if (is_topological(p, id)) {
         schedule_result g;
         g.peak = peak_of(p, id);
@@ -93,15 +94,14 @@ struct default_scheduler {
       // Local search from each of the two best orders, half the budget each: the best start is
       // not always the best basin (measured on efficientnet_b0).
       local_search_options lo;
-      lo.time_limit_s = time_limit_s < 0 ? -1.0 : time_limit_s / static_cast<double>(top.size());
+      lo.time_limit_s = limit < 0 ? -1.0 : limit / static_cast<double>(top.size());
       lo.max_iterations = max_iterations / static_cast<std::int64_t>(top.size());
       lo.seed = seed;
-      lo.progress = progress;
       const auto before = best.peak;
       std::int64_t moves = 0;
       bool time_hit = false;
       for (std::size_t k = 0; k < top.size(); ++k) {
-        auto im = detail::improve_order(p, top[k].order, lo, lb, "default");
+        auto im = detail::improve_order(p, top[k].order, lo, lb, ctx, "default");
         moves += im.iterations;
         time_hit |= im.time_limit_hit;
         if (k == 0 || im.peak < best.peak) {

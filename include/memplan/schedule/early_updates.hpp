@@ -24,6 +24,7 @@
 
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/problem_builder.hpp>
 
 namespace memplan::schedule {
 
@@ -143,7 +144,7 @@ inline std::vector<std::pair<op_id, op_id>> early_update_edges(const problem& p,
 inline problem early_weight_updates(const problem& p, std::int64_t max_visits = 4096) {
   const auto e = early_update_edges(p, max_visits);
   if (e.empty()) return p;
-  return p.with_edges(e);
+  return with_edges(p, e);
 }
 
 }  // namespace memplan::schedule

@@ -23,31 +23,32 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/schedule/detail/memory_facts.hpp>
 #include <memplan/schedule/list_scheduler.hpp>
-#include <memplan/schedule/options.hpp>
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/stage.hpp>
 
 namespace memplan::schedule {
 
 struct exact {
-  double time_limit_s = 10.0;           // < 0: none
+  double time_limit_s = 10.0;           // default limit (plan_context::time_limit_s overrides; < 0: none)
   std::int32_t max_ops = 64;            // at most 64
-  std::int64_t max_states = 4'000'000;  // memoized sets of executed ops
-  progress_callback progress{};
+  std::int64_t max_states = 4'000'000;  // memoized sets of executed ops (the work limit)
 
   [[nodiscard]] std::string name() const { return "exact"; }
 
-  [[nodiscard]] schedule_result run(const problem& p) const {
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
     const auto n = p.num_ops();
     const auto limit = std::min<std::int32_t>(max_ops, 64);
     if (n > limit)
       throw error(errc::limit_exceeded, "schedule::exact: graph '" + p.name() + "' has " + std::to_string(n) +
                                             " ops, more than its limit of " + std::to_string(limit) +
                                             " ops; use a heuristic (default, best_of) or olla_ilp");
-    search s(p, *this);
+    search s(p, *this, ctx);
     return s.solve();
   }
 
@@ -57,7 +58,8 @@ struct exact {
 
   class search {
    public:
-    search(const problem& p, const exact& cfg) : p_(p), cfg_(cfg), mf_(p), clock_(cfg.time_limit_s) {
+    search(const problem& p, const exact& cfg, const plan_context& ctx)
+        : p_(p), cfg_(cfg), ctx_(ctx), mf_(p), clock_(deadline::after(ctx.time_limit_or(cfg.time_limit_s))) {
       const auto n = static_cast<std::size_t>(p.num_ops());
       full_ = n == 64 ? ~mask{0} : (bit(static_cast<op_id>(n)) - 1);
       pred_.assign(n, 0);
@@ -105,8 +107,8 @@ struct exact {
         const auto pk = peak_of(p_, o);
         if (best_order_.empty() || pk < ub_) { ub_ = pk; best_order_ = std::move(o); }
       }
-      lb_ = lower_bound_peak(p_).bytes;
-      detail::report(cfg_.progress, "exact", "incumbent from list schedulers", clock_.elapsed(), ub_, lb_);
+      lb_ = ctx_.order_bound(p_);
+      report(ctx_.progress, "exact", "incumbent from list schedulers", clock_.elapsed(), ub_, lb_);
       if (ub_ > lb_) {
         path_.reserve(static_cast<std::size_t>(n));
         dfs(0, mf_.initial_live, 0);
@@ -116,7 +118,7 @@ struct exact {
       if (aborted_) {
         r.lower_bound = lb_;
         r.optimal = r.peak == lb_;
-        r.note = "exact: time limit " + std::to_string(cfg_.time_limit_s) + " s hit after " + std::to_string(memo_.size()) +
+        r.note = "exact: time limit " + std::to_string(clock_.limit()) + " s hit after " + std::to_string(memo_.size()) +
                  " states; best found, not proven optimal";
       } else {
         r.lower_bound = r.peak;  // proven minimum
@@ -161,11 +163,11 @@ struct exact {
         if (g < ub_) {
           ub_ = g;
           best_order_ = path_;
-          detail::report(cfg_.progress, "exact", "improved", clock_.elapsed(), ub_, lb_);
+          report(ctx_.progress, "exact", "improved", clock_.elapsed(), ub_, lb_);
         }
         return;
       }
-      if ((nodes_++ & 1023) == 0 && clock_.passed()) { aborted_ = true; return; }
+      if ((nodes_++ & 1023) == 0 && clock_.expired()) { aborted_ = true; return; }
       if (auto it = memo_.find(S); it != memo_.end()) {
         if (it->second <= g) return;
         it->second = g;
@@ -225,8 +227,9 @@ struct exact {
 
     const problem& p_;
     const exact& cfg_;
+    const plan_context& ctx_;
     detail::memory_facts mf_;
-    detail::deadline clock_;
+    deadline clock_;
     mask full_ = 0;
     std::vector<mask> pred_, desc_;
     std::vector<tracked> storages_;

@@ -6,16 +6,16 @@
 #include <string>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/stage.hpp>
 
 namespace memplan::schedule {
 
 struct given {
   [[nodiscard]] std::string name() const { return "given"; }
-  [[nodiscard]] schedule_result run(const problem& p) const {
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& = {}) const {
     schedule_result s;
-    s.order.resize(static_cast<std::size_t>(p.num_ops()));
-    std::iota(s.order.begin(), s.order.end(), op_id{0});
+    s.order = given_order(p);
     if (auto bad = check_topological(p, s.order))
       throw error(errc::invalid_graph, "the given order of '" + p.name() + "' is not executable: " + *bad);
     s.peak = peak_of(p, s.order);

@@ -26,7 +26,8 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/stage.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/schedule/detail/memory_facts.hpp>
 #include <memplan/schedule/early_updates.hpp>
@@ -177,7 +178,7 @@ struct list_scheduler {
     return n;
   }
 
-  [[nodiscard]] schedule_result run(const problem& p) const {
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& = {}) const {
     schedule_result r;
     r.policy = name();
     if (early_updates) {
@@ -271,7 +272,7 @@ struct list_scheduler {
       if (state[static_cast<std::size_t>(o)] == 1) tree.set(static_cast<std::size_t>(rank[static_cast<std::size_t>(o)]), key_of(o));
     };
     // The one op u still waits for, if it waits for exactly one.
-    auto blocker = [&](op_id u) {
+    auto blocker = [&](op_id u) -> op_id {
       if (pending[static_cast<std::size_t>(u)] != 1) return no_id;
       for (auto q : p.preds(u))
         if (state[static_cast<std::size_t>(q)] != 2) return q;

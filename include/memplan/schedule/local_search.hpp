@@ -20,11 +20,13 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/stage.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/schedule/detail/memory_facts.hpp>
-#include <memplan/schedule/options.hpp>
 
 namespace memplan::schedule {
 
@@ -34,7 +36,6 @@ struct local_search_options {
   std::uint64_t seed = 1;
   std::int32_t max_distance = 512;     // farthest a single move goes
   bool verify_incremental = false;     // tests: recompute the full profile after every kept move
-  progress_callback progress{};
 };
 
 namespace detail {
@@ -86,11 +87,11 @@ class max_tree {
 };
 
 inline improved_order improve_order(const problem& p, std::vector<op_id> order, const local_search_options& opt,
-                                    std::int64_t lower_bound, std::string_view who = "local_search") {
+                                    std::int64_t lower_bound, const plan_context& ctx, std::string_view who = "local_search") {
   improved_order res;
   const auto n = static_cast<std::int32_t>(order.size());
   if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "local_search: base order is not topological: " + *bad);
-  const deadline clock(opt.time_limit_s);
+  const auto clock = deadline::after(ctx.deterministic ? -1.0 : opt.time_limit_s);
   const memory_facts mf(p);
   const auto prof = profile(p, order);
   if (n <= 1) { res.order = std::move(order); res.peak = prof.peak; return res; }
@@ -133,7 +134,7 @@ inline improved_order improve_order(const problem& p, std::vector<op_id> order, 
 
   for (; res.iterations < opt.max_iterations; ++res.iterations) {
     if (peak <= lower_bound) break;
-    if ((res.iterations & 255) == 0 && clock.passed()) { res.time_limit_hit = true; break; }
+    if ((res.iterations & 255) == 0 && clock.expired()) { res.time_limit_hit = true; break; }
     // ---- pick a move ----
     std::int32_t i;
     if (rng() & 1) {
@@ -255,7 +256,7 @@ inline improved_order improve_order(const problem& p, std::vector<op_id> order, 
           throw error(errc::runtime_error, "local_search: lifetime of storage " + std::to_string(s) + " diverged after move " +
                                                std::to_string(res.iterations));
     }
-    detail::report(opt.progress, who, "improved", clock.elapsed(), peak, lower_bound);
+    report(ctx.progress, who, "improved", clock.elapsed(), peak, lower_bound);
   }
   res.order = std::move(order);
   res.peak = peak;
@@ -273,11 +274,13 @@ class local_search {
   [[nodiscard]] const local_search_options& options() const noexcept { return opt_; }
   [[nodiscard]] const Base& base() const noexcept { return base_; }
 
-  [[nodiscard]] schedule_result run(const problem& p) const {
-    auto r = base_.run(p);
-    const auto lb = std::max(r.lower_bound, lower_bound_peak(p).bytes);
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
+    auto r = run_scheduler(base_, p, ctx);
+    const auto lb = std::max(r.lower_bound, ctx.order_bound(p));
     const auto before = r.peak;
-    auto im = detail::improve_order(p, std::move(r.order), opt_, lb);
+    auto o = opt_;
+    o.time_limit_s = ctx.time_limit_or(opt_.time_limit_s);
+    auto im = detail::improve_order(p, std::move(r.order), o, lb, ctx);
     r.order = std::move(im.order);
     r.peak = im.peak;
     r.lower_bound = lb;
@@ -285,7 +288,7 @@ class local_search {
     r.policy = "local_search(" + (r.policy.empty() ? std::string(base_.name()) : r.policy) + ")";
     std::string note = "local_search: peak " + std::to_string(before) + " -> " + std::to_string(r.peak) + " in " +
                        std::to_string(im.iterations) + " moves (" + std::to_string(im.accepted) + " kept)";
-    if (im.time_limit_hit) note += "; time limit " + std::to_string(opt_.time_limit_s) + " s ended the search (result depends on machine speed)";
+    if (im.time_limit_hit) note += "; time limit " + std::to_string(o.time_limit_s) + " s ended the search (result depends on machine speed)";
     r.note = r.note.empty() ? note : r.note + "; " + note;
     return r;
   }

@@ -49,13 +49,16 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
-#include <memplan/core/error.hpp>
-#include <memplan/core/plan.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/any_stage.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
-#include <memplan/schedule/any_scheduler.hpp>
+#include <memplan/core/problem_builder.hpp>
+#include <memplan/core/stage.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/early_updates.hpp>
-#include <memplan/schedule/options.hpp>
 #include <memplan/solver/milp.hpp>
 
 namespace memplan::schedule {
@@ -410,7 +413,7 @@ inline std::string olla_num(double x) {
 }  // namespace detail
 
 struct olla_ilp {
-  solver::any_backend backend{};               // solver::none: falls back to warm_start (with a note)
+  solver::any_backend backend{};               // none: plan_context::solver; neither: falls back to warm_start (with a note)
   double time_limit_s = 30.0;                  // wall clock for the MILP solve (the warm start runs before)
   double relative_gap = 1e-4;                  // stop when (incumbent - bound) / incumbent <= this
   int threads = 1;                             // > 1: CBC's parallel search, results may depend on timing
@@ -419,7 +422,6 @@ struct olla_ilp {
   std::int32_t max_ops = 3000;                 // size guard: beyond, fall back with a note
   std::int64_t max_binaries = 150000;          // size guard on the model after §4 fixings
   any_scheduler warm_start = default_scheduler{};  // the heuristic whose order is the first incumbent
-  progress_callback progress{};
 
   [[nodiscard]] std::string name() const { return "olla_ilp"; }
 
@@ -430,7 +432,7 @@ struct olla_ilp {
       throw error(errc::limit_exceeded, "schedule::olla_ilp: graph '" + p.name() + "' has " + std::to_string(p.num_ops()) +
                                             " ops, more than max_ops = " + std::to_string(max_ops));
     const auto edges = early_updates ? early_update_edges(p) : std::vector<std::pair<op_id, op_id>>{};
-    const problem q = edges.empty() ? p : p.with_edges(edges);
+    const problem q = edges.empty() ? p : with_edges(p, edges);
     detail::olla_schedule_model mm(q);
     olla_ilp_size s;
     s.ops = p.num_ops();
@@ -442,13 +444,15 @@ struct olla_ilp {
     return s;
   }
 
-  [[nodiscard]] schedule_result run(const problem& p) const {
-    const detail::deadline clock(-1.0);
-    auto heur = warm_start.run(p);
+  [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
+    const auto clock = deadline::never();
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    const auto limit = ctx.time_limit_or(time_limit_s);
+    auto heur = warm_start.run(p, ctx);
     if (auto bad = check_topological(p, heur.order))
       throw error(errc::invalid_plan, "schedule::olla_ilp: warm-start scheduler '" + warm_start.name() +
                                           "' returned an invalid order: " + *bad);
-    const auto lbp = lower_bound_peak(p).bytes;
+    const auto lbp = ctx.order_bound(p);
     heur.lower_bound = std::max(heur.lower_bound, lbp);
     heur.optimal = heur.optimal || heur.peak <= heur.lower_bound;
     const std::string heur_name = warm_start.name();
@@ -457,7 +461,7 @@ struct olla_ilp {
       r.note = "olla_ilp: " + why + ", used " + heur_name + (heur.note.empty() ? "" : "; " + heur.note);
       return r;
     };
-    if (!backend.available()) return fallback("no MILP backend (CBC) available");
+    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
     if (p.num_ops() <= 1 || heur.optimal) {
       auto r = heur;
       r.policy = name();
@@ -471,7 +475,7 @@ struct olla_ilp {
 
     // §4.3: early weight-update control edges (Functions 3-4).
     const auto edges = early_updates ? early_update_edges(p) : std::vector<std::pair<op_id, op_id>>{};
-    const problem q = edges.empty() ? p : p.with_edges(edges);
+    const problem q = edges.empty() ? p : with_edges(p, edges);
     std::vector<op_id> start = heur.order;
     std::int64_t start_peak = heur.peak;
     if (!is_topological(q, start)) {  // the heuristic broke an early-update edge: repair it for q
@@ -496,14 +500,14 @@ struct olla_ilp {
     const std::string shape = std::to_string(p.num_ops()) + " timesteps, " + std::to_string(st.binaries) + " binaries (" +
                               std::to_string(mm.fixed_count()) + " fixed by spans), " + std::to_string(st.constraints) +
                               " constraints, unit " + std::to_string(mm.unit()) + " B";
-    detail::report(progress, name(), "solving: " + shape, clock.elapsed(), start_peak, lbp);
+    report(ctx.progress, name(), "solving: " + shape, clock.elapsed(), start_peak, lbp);
 
     solver::options so;
-    so.time_limit = time_limit_s > 0 ? time_limit_s : solver::infinity;
+    so.time_limit = limit > 0 ? limit : solver::infinity;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;
-    const auto sol = backend.solve(m, so);
+    const auto sol = solver.solve(m, so);
     const auto resident = p.resident_bytes();
     const bool exact_model = edges.empty();
     std::string note = "olla_ilp: " + shape + "; " + solver::to_string(sol.status) + " after " +
@@ -519,7 +523,7 @@ struct olla_ilp {
                 " early-update edges only, not claimed as a bound on all orders)";
     }
     if (!edges.empty()) note += "; " + std::to_string(edges.size()) + " early-update edges (OLLA Fn. 3-4)";
-    detail::report(progress, name(), note, clock.elapsed(), start_peak, lbp);
+    report(ctx.progress, name(), note, clock.elapsed(), start_peak, lbp);
     if (!sol.has_incumbent()) return fallback(note + "; no incumbent");
 
     auto order = mm.decode(sol.values);
@@ -545,15 +549,5 @@ struct olla_ilp {
 };
 
 static_assert(scheduler<olla_ilp>);
-
-// olla_ilp configured from the registry's options (schedule::by_name): time_limit_s (< 0: keep the
-// default) bounds the MILP solve, progress is passed on.
-inline olla_ilp make_olla_ilp(const options& o, solver::any_backend backend) {
-  olla_ilp s;
-  s.backend = std::move(backend);
-  if (o.time_limit_s >= 0) s.time_limit_s = o.time_limit_s;
-  s.progress = o.progress;
-  return s;
-}
 
 }  // namespace memplan::schedule

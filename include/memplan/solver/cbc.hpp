@@ -1,7 +1,8 @@
 #pragma once
 // memplan/solver/cbc.hpp -- `solver::cbc`, a MILP backend over COIN-OR CBC 2.10. This is the only
-// file of memplan that includes COIN-OR headers. Link the CMake target memplan::cbc, which defines
-// MEMPLAN_HAVE_CBC=1; without it this header still compiles and solver::cbc::available() is false.
+// file of memplan that includes COIN-OR headers: include it only where the CMake target memplan::cbc is
+// linked (it brings CBC's include paths and libraries). Code that does not need CBC never includes it:
+// the *_ilp policies take their backend from the plan_context (plan_context::solver = solver::cbc{}).
 //
 // How it drives CBC: the model is loaded into an OsiClpSolverInterface, wrapped in a CbcModel and
 // solved by CbcMain0/CbcMain1 -- the code path of the `cbc` executable, so CBC's default
@@ -10,7 +11,7 @@
 //   <cbc::arguments...> -solve
 // The warm start goes through CbcModel::setMIPStart, which CBC completes (it fixes the given
 // integer variables and solves for the rest) and installs as the first incumbent.
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/solver/milp.hpp>
 
 #include <algorithm>
@@ -27,22 +28,14 @@
 #include <utility>
 #include <vector>
 
-#if defined(MEMPLAN_HAVE_CBC) && MEMPLAN_HAVE_CBC
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
 #include <CoinError.hpp>
 #include <CoinFinite.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <OsiClpSolverInterface.hpp>
-#define MEMPLAN_DETAIL_CBC_ENABLED 1
-#else
-#define MEMPLAN_DETAIL_CBC_ENABLED 0
-#endif
 
 namespace memplan::solver {
-
-inline constexpr std::string_view cbc_unavailable_message =
-    "CBC is not available: build with -DMEMPLAN_WITH_CBC=ON and coinor-libcbc-dev (and link memplan::cbc)";
 
 namespace detail {
 
@@ -53,7 +46,6 @@ inline std::string cbc_num(double x) {
   return os.str();
 }
 
-#if MEMPLAN_DETAIL_CBC_ENABLED
 // CbcMain1 parses its arguments through file-static state in CbcOrClpParam.cpp (CBC 2.10), so two
 // concurrent calls may corrupt each other. Every solve owns its CbcModel and solver; only the call
 // into CBC is serialized.
@@ -69,7 +61,6 @@ inline double cbc_value_or_inf(double v) {
   if (v <= -1e49) return -infinity;
   return v;
 }
-#endif
 
 }  // namespace detail
 
@@ -79,7 +70,7 @@ class cbc {
   // {"-cuts", "off"} or {"-preprocess", "off"} (see `cbc -?` for the list). Empty by default.
   std::vector<std::string> arguments{};
 
-  [[nodiscard]] static constexpr bool available() noexcept { return MEMPLAN_DETAIL_CBC_ENABLED != 0; }
+  [[nodiscard]] static constexpr bool available() noexcept { return true; }
   [[nodiscard]] std::string_view name() const noexcept { return "cbc"; }
 
   [[nodiscard]] solution solve(const model& m, const options& o) const {
@@ -88,13 +79,6 @@ class cbc {
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     solution s;
     s.backend = "cbc";
-#if !MEMPLAN_DETAIL_CBC_ENABLED
-    (void)m;
-    (void)elapsed;
-    s.status = status::error;
-    s.message = std::string(cbc_unavailable_message);
-    return s;
-#else
     // Constraints without variables never reach CBC: either they hold or the model is infeasible.
     std::vector<std::size_t> rows;
     rows.reserve(m.num_constraints());
@@ -137,10 +121,8 @@ class cbc {
     }
     s.seconds = elapsed();
     return s;
-#endif
   }
 
-#if MEMPLAN_DETAIL_CBC_ENABLED
  private:
   template <class Elapsed>
   static void run(const model& m, const options& o, const std::vector<std::string>& extra,
@@ -319,7 +301,6 @@ class cbc {
       if (s.has_incumbent()) s.gap = relative_gap(s.objective, s.bound);
     }
   }
-#endif
 };
 
 static_assert(backend<cbc>);

@@ -10,7 +10,7 @@
 //   m.add(3 * x + 2 * y <= 12, "capacity");
 //   m.maximize(5 * x + y);
 //   solver::solution s = solver::cbc{}.solve(m, {.time_limit = 10});
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -602,15 +602,15 @@ inline const solution& require_incumbent(const solution& s, std::string_view con
 // value may be used from several threads). available() is false for a backend that was not built;
 // its solve() then returns status::error with a message saying how to get it.
 template <class B>
-concept backend = std::copyable<B> && requires(const B& b, const model& m, const options& o) {
+concept backend = requires(const B& b, const model& m, const options& o) {
   { b.solve(m, o) } -> std::same_as<solution>;
   { b.name() } -> std::convertible_to<std::string_view>;
   { b.available() } -> std::same_as<bool>;
-};
+} && std::copyable<B>;
 
 inline constexpr std::string_view no_backend_message =
     "no MILP backend: CBC is not available: build with -DMEMPLAN_WITH_CBC=ON and coinor-libcbc-dev, "
-    "include <memplan/solver/cbc.hpp> and pass memplan::solver::cbc{}";
+    "link memplan::cbc, include <memplan/solver/cbc.hpp> and pass memplan::solver::cbc{} (plan_context::solver)";
 
 // The default backend of every ILP policy: no solver. Policies check available() and fall back to
 // their heuristic (and say so in the plan's stats); require_incumbent() turns its answer into

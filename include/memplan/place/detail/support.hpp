@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <memplan/core/error.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/place/buffer.hpp>
 #include <memplan/place/lower_bound.hpp>
 

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include <memplan/core/error.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/online/online.hpp>
 
 namespace memplan::place::online {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/online/online.hpp>
 
 namespace memplan::place::online {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <memplan/core/error.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/lower_bound.hpp>
 
 namespace memplan::place::online {

@@ -1,16 +1,17 @@
 #include <doctest/doctest.h>
 
-#include <memplan/schedule/by_name.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/registry/schedulers.hpp>
 
 #include "../../bench/schedule/training_graphs.hpp"
 #include "../support/olla_graphs.hpp"
 #include "../support/random_dag.hpp"
-#include "check.hpp"
+#include "../schedule/check.hpp"
 
 using namespace memplan;
 
-TEST_CASE("by_name: every registered policy runs, verifies, and is never below exact") {
-  const auto names = schedule::scheduler_names();
+TEST_CASE("schedulers registry: every registered policy runs, verifies, and is never below exact") {
+  const auto names = schedulers().names();
   const std::vector<std::string> mine{"given", "depth_first", "min_net_growth", "max_free", "lookahead", "peak_aware",
                                       "reverse_min_net_growth", "best_of", "local_search", "exact", "default"};
   REQUIRE(names.size() >= mine.size());  // the solver layer registers olla_ilp after these
@@ -20,25 +21,24 @@ TEST_CASE("by_name: every registered policy runs, verifies, and is never below e
     const auto best = schedule::exact{}.run(p).peak;
     for (const auto& n : names) {
       if (n == "olla_ilp") continue;  // the solver layer's policy: tested with the solver
-      const auto s = schedule::by_name(n, {.time_limit_s = 5});
-      const auto r = testing::check_scheduler(p, s);
+      const auto r = testing::check_scheduler(p, schedulers().make(n), {.time_limit_s = 5});
       CHECK(r.peak >= best);
     }
   }
 }
 
-TEST_CASE("by_name: OLLA Figure 3 optimum by every policy but given") {
+TEST_CASE("schedulers registry: OLLA Figure 3 optimum by every policy but given") {
   const auto p = make_problem(testing::olla_figure3_graph());
-  for (const auto& n : schedule::scheduler_names()) {
+  for (const auto& n : schedulers().names()) {
     INFO(n);
-    const auto r = schedule::by_name(n, {.time_limit_s = 10}).run(p);
+    const auto r = schedulers().make(n).run(p, {.time_limit_s = 10});
     CHECK(r.peak == (n == "given" ? 60 : 45));
   }
 }
 
-TEST_CASE("by_name: unknown names list the valid ones; options pass through") {
+TEST_CASE("schedulers registry: unknown names list the valid ones; options pass through") {
   try {
-    (void)schedule::by_name("fastest");
+    (void)schedulers().make("fastest");
     FAIL("expected an error");
   } catch (const memplan::error& e) {
     CHECK(e.code() == errc::invalid_argument);
@@ -47,14 +47,17 @@ TEST_CASE("by_name: unknown names list the valid ones; options pass through") {
     CHECK(w.find("given, depth_first") != std::string::npos);
     CHECK(w.find("default") != std::string::npos);
   }
-  // The time limit reaches exact; the progress callback hears from it.
+  // The context's time limit reaches exact; its progress callback hears from it.
   int events = 0;
   const auto p = make_problem(testing::random_dag(2, {.ops = 40, .max_inputs = 2, .max_outputs = 3, .p_workspace = 0.5}));
-  const auto s = schedule::by_name("exact", {.time_limit_s = 0.0, .progress = [&](const schedule::progress_event& e) {
-                                               CHECK(e.policy == "exact");
-                                               ++events;
-                                             }});
-  const auto r = s.run(p);
+  const auto s = schedulers().make("exact");
+  plan_context ctx;
+  ctx.time_limit_s = 0.0;
+  ctx.progress = [&](const progress_event& e) {
+    CHECK(e.policy == "exact");
+    ++events;
+  };
+  const auto r = s.run(p, ctx);
   CHECK(events >= 1);
   if (!r.optimal) CHECK(r.note.find("time limit") != std::string::npos);
   // any_scheduler is a copyable value
@@ -62,28 +65,32 @@ TEST_CASE("by_name: unknown names list the valid ones; options pass through") {
   CHECK(copy.name() == "exact");
 }
 
-TEST_CASE("by_name: same input and options give the same order") {
+TEST_CASE("schedulers registry: same input and options give the same order") {
   const auto p = make_problem(testing::random_dag(8, {.ops = 12}));
-  for (const auto& n : schedule::scheduler_names()) {
+  for (const auto& n : schedulers().names()) {
     if (n == "local_search" || n == "default" || n == "olla_ilp") continue;  // time-capped: checked with iteration budgets elsewhere
-    CHECK(schedule::by_name(n).run(p).order == schedule::by_name(n).run(p).order);
+    CHECK(schedulers().make(n).run(p).order == schedulers().make(n).run(p).order);
   }
+  // In deterministic mode the time-capped ones too.
+  const plan_context det{.deterministic = true};
+  for (const auto* n : {"local_search", "default"})
+    CHECK(schedulers().make(n).run(p, det).order == schedulers().make(n).run(p, det).order);
 }
 
-TEST_CASE("by_name: every policy verifies on training-like graphs (in-place updates, residuals, branches)") {
+TEST_CASE("schedulers registry: every policy verifies on training-like graphs (in-place updates, residuals, branches)") {
   for (auto m : bench::benchmark_models()) {
     m.blocks = std::min(m.blocks, 6);
     for (std::int64_t batch : {1, 32}) {
       m.batch = batch;
       const auto p = make_problem(bench::training_graph(m));
       const auto given = schedule::given{}.run(p).peak;
-      for (const auto& n : schedule::scheduler_names()) {
+      for (const auto& n : schedulers().names()) {
         if (n == "olla_ilp") continue;
         if (n == "exact" && p.num_ops() > 64) {
-          CHECK_THROWS_AS((void)schedule::by_name(n).run(p), memplan::error);
+          CHECK_THROWS_AS((void)schedulers().make(n).run(p), memplan::error);
           continue;
         }
-        const auto r = testing::check_scheduler(p, schedule::by_name(n, {.time_limit_s = 2}));
+        const auto r = testing::check_scheduler(p, schedulers().make(n), {.time_limit_s = 2});
         if (n == "default" || n == "exact") CHECK(r.peak <= given);  // given competes in default
       }
     }

@@ -1,5 +1,6 @@
 #pragma once
-// Tensor kinds and op phases shared by every layer (the vocabulary of ../docs/format.md).
+// The vocabulary shared by every layer: tensor kinds and op phases (docs/format.md), the kinds of
+// plan steps, and the kinds of pipeline stages.
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -48,6 +49,37 @@ inline constexpr std::optional<op_phase> parse_op_phase(std::string_view s) noex
 // Kinds that may exist before the first op (no producer) and, by default, stay resident to the end.
 inline constexpr bool may_be_resident(tensor_kind k) noexcept {
   return k == tensor_kind::input || k == tensor_kind::weight || k == tensor_kind::optimizer_state;
+}
+
+// ---- plan steps --------------------------------------------------------------------------------
+// compute/recompute run an op; offload/prefetch move a storage to the host and back; free ends a
+// storage's materialization on the device.
+enum class step_kind : std::uint8_t { compute, recompute, offload, prefetch, free };
+
+inline constexpr std::string_view to_string(step_kind k) noexcept {
+  switch (k) {
+    case step_kind::compute: return "compute";
+    case step_kind::recompute: return "recompute";
+    case step_kind::offload: return "offload";
+    case step_kind::prefetch: return "prefetch";
+    case step_kind::free: return "free";
+  }
+  return "compute";
+}
+
+inline constexpr bool runs_op(step_kind k) noexcept { return k == step_kind::compute || k == step_kind::recompute; }
+
+// ---- pipeline stages, in the order a pipeline runs them ---------------------------------------------
+enum class stage_kind : std::uint8_t { scheduler, checkpointer, offloader, placer };
+
+inline constexpr std::string_view to_string(stage_kind k) noexcept {
+  switch (k) {
+    case stage_kind::scheduler: return "scheduler";
+    case stage_kind::checkpointer: return "checkpointer";
+    case stage_kind::offloader: return "offloader";
+    case stage_kind::placer: return "placer";
+  }
+  return "stage";
 }
 
 }  // namespace memplan

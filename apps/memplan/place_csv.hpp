@@ -1,7 +1,7 @@
 #pragma once
-// place::run_csv -- the work behind `memplan place buffers.csv [--capacity N] [--placer NAME]
-// [--time-limit S] [-o out.csv]`: read a MiniMalloc CSV, place it, print a one-line summary, write the
-// offsets. Errors (parse, unknown placer, capacity) are memplan::error with their own messages.
+// The work behind `memplan place buffers.csv [--capacity N] [--placer NAME] [--time-limit S]
+// [-o out.csv]`: read a MiniMalloc CSV, place it, print a one-line summary, write the offsets. Errors
+// (parse, unknown placer, capacity) are memplan::error with their own messages.
 #include <chrono>
 #include <cstdint>
 #include <iomanip>
@@ -10,17 +10,17 @@
 #include <sstream>
 #include <string>
 
+#include <memplan/core/context.hpp>
 #include <memplan/io/buffers_csv.hpp>
-#include <memplan/place/by_name.hpp>
-#include <memplan/place/lower_bound.hpp>
+#include <memplan/registry/placers.hpp>
 
-namespace memplan::place {
+namespace memplan::cli {
 
 struct csv_run_options {
   std::string input{};                    // path of the buffer list
   std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
-  std::string placer = "default";         // a name of placer_names()
-  double time_limit = -1;                 // seconds for exact/default; < 0: their defaults
+  std::string placer = "default";         // a name of memplan::placers()
+  double time_limit_s = -1;               // seconds for the placers that search; < 0: their defaults
   std::string output{};                   // path for id,lower,upper,size,offset; empty: none
 };
 
@@ -37,9 +37,11 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
     if (*o.capacity < 0) throw error(errc::invalid_argument, "--capacity must be >= 0, got " + std::to_string(*o.capacity));
     r.list.problem.capacity = *o.capacity;
   }
-  const auto placer = by_name(o.placer, o.time_limit);
+  const auto placer = placers().make(o.placer);
+  plan_context ctx;
+  ctx.time_limit_s = o.time_limit_s;
   const auto t0 = std::chrono::steady_clock::now();
-  r.placement = placer.place(r.list.problem);
+  r.placement = placer.place(r.list.problem, ctx);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.output.empty()) io::write_buffers_csv_file(o.output, r.list, r.placement);
   if (log) {
@@ -56,4 +58,4 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
   return r;
 }
 
-}  // namespace memplan::place
+}  // namespace memplan::cli

@@ -1,0 +1,40 @@
+#pragma once
+// memplan's one deadline: every searching policy polls it inside its loops. A limit below zero
+// never expires (the policy then stops on its own work limits only).
+#include <chrono>
+
+namespace memplan {
+
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // Expires `seconds` after now; seconds < 0: never.
+  static deadline after(double seconds) { return deadline(seconds); }
+  static deadline never() { return deadline(-1.0); }
+
+  [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
+  [[nodiscard]] bool limited() const noexcept { return limit_ >= 0.0; }
+  [[nodiscard]] bool expired() const { return limited() && clock::now() >= at_; }
+  [[nodiscard]] double limit() const noexcept { return limit_; }
+  // Seconds until expiry (never negative); a large number when unlimited.
+  [[nodiscard]] double seconds_left() const {
+    if (!limited()) return 1e18;
+    const double s = std::chrono::duration<double>(at_ - clock::now()).count();
+    return s > 0 ? s : 0.0;
+  }
+  // A deadline for a part of the remaining time: min(this, now + seconds).
+  [[nodiscard]] deadline slice(double seconds) const {
+    if (seconds < 0) return *this;
+    return after(limited() && seconds_left() < seconds ? seconds_left() : seconds);
+  }
+
+ private:
+  explicit deadline(double seconds) : start_(clock::now()), at_(start_), limit_(seconds) {
+    if (limited()) at_ = start_ + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  clock::time_point start_, at_;
+  double limit_;
+};
+
+}  // namespace memplan

@@ -1,0 +1,155 @@
+#pragma once
+// The placement contract: buffers with fixed lifetimes [lower, upper) and sizes; find offsets so that
+// no two buffers whose lifetimes overlap share an address (OLLA §2.3, eq. 6-8; MemoMalloc §2.3). A
+// timeline's materializations and workspaces become such buffers (core/timeline.hpp); the MiniMalloc
+// benchmark format (id,lower,upper,size) is one too. Every placer of place/ solves it.
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <memplan/base/error.hpp>
+
+namespace memplan {
+
+struct buffer {
+  std::int64_t lower = 0;          // first step where the buffer is live (inclusive)
+  std::int64_t upper = 0;          // first step where it is dead again (exclusive); lower < upper
+  std::int64_t size = 0;           // bytes, >= 0
+  std::int64_t alignment = 1;      // power of two; the offset must be a multiple of it (and of the problem's)
+  std::int64_t fixed_offset = -1;  // >= 0: the buffer is pinned at this offset
+};
+
+struct buffer_problem {
+  std::vector<buffer> buffers;
+  std::int64_t alignment = 1;  // global alignment, power of two
+  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();  // arena must fit in this
+};
+
+struct buffer_placement {
+  std::vector<std::int64_t> offsets;  // one per buffer, same order as buffer_problem::buffers
+  std::int64_t arena = 0;             // max over buffers of offset + size (0 when empty)
+  std::int64_t lower_bound = 0;       // a proven lower bound on the arena of any placement
+  bool optimal = false;               // arena == the proven minimum
+  std::string placer;                 // which policy produced it (best_of names the winner)
+  std::string note;                   // fallbacks, time-outs, ... in words
+};
+
+// Alignment of buffer i under the problem: the larger of the two powers of two.
+inline std::int64_t effective_alignment(const buffer_problem& p, const buffer& b) {
+  return b.alignment > p.alignment ? b.alignment : p.alignment;
+}
+
+inline std::int64_t align_up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
+
+// Validates the input: sizes, lifetimes and alignments. Throws memplan::error naming the buffer.
+inline void validate(const buffer_problem& p) {
+  auto pow2 = [](std::int64_t a) { return a > 0 && (a & (a - 1)) == 0; };
+  if (!pow2(p.alignment))
+    throw error(errc::invalid_argument, "buffer problem: alignment " + std::to_string(p.alignment) + " is not a power of two");
+  if (p.capacity < 0) throw error(errc::invalid_argument, "buffer problem: negative capacity");
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    const auto& b = p.buffers[i];
+    auto who = "buffer " + std::to_string(i);
+    if (b.size < 0) throw error(errc::invalid_argument, who + ": negative size " + std::to_string(b.size));
+    if (b.lower >= b.upper)
+      throw error(errc::invalid_argument, who + ": empty lifetime [" + std::to_string(b.lower) + ", " + std::to_string(b.upper) + ")");
+    if (!pow2(b.alignment))
+      throw error(errc::invalid_argument, who + ": alignment " + std::to_string(b.alignment) + " is not a power of two");
+    if (b.fixed_offset >= 0 && b.fixed_offset % effective_alignment(p, b) != 0)
+      throw error(errc::invalid_argument, who + ": fixed offset " + std::to_string(b.fixed_offset) + " breaks its alignment");
+    if (b.size > std::numeric_limits<std::int64_t>::max() / 4)
+      throw error(errc::invalid_argument, who + ": size " + std::to_string(b.size) + " overflows");
+  }
+}
+
+// Independent referee for a buffer placement: returns the first violation in words, or nothing.
+// O(n log n + k) with k overlapping pairs of live buffers, via a sweep over lifetimes.
+std::optional<std::string> check(const buffer_problem& p, const buffer_placement& pl);
+
+// A buffer placer is a small copyable value with a name and a place() that solves a buffer_problem.
+// (Every buffer placer is also a pipeline stage of kind placer: core/stage.hpp.)
+template <class P>
+// (The member requirements come first: checking them first keeps std::copyable from recursing through
+// the converting constructors of type-erased placers.)
+concept buffer_placer = requires(const P& p, const buffer_problem& bp) {
+  { p.place(bp) } -> std::same_as<buffer_placement>;
+  { p.name() } -> std::convertible_to<std::string>;
+} && std::copyable<P>;
+
+}  // namespace memplan
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace memplan {
+
+inline std::optional<std::string> check(const buffer_problem& p, const buffer_placement& pl) {
+  const auto n = p.buffers.size();
+  if (pl.offsets.size() != n)
+    return "placement has " + std::to_string(pl.offsets.size()) + " offsets for " + std::to_string(n) + " buffers";
+  std::int64_t arena = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& b = p.buffers[i];
+    const auto off = pl.offsets[i];
+    if (off < 0) return "buffer " + std::to_string(i) + ": negative offset " + std::to_string(off);
+    if (off % effective_alignment(p, b) != 0)
+      return "buffer " + std::to_string(i) + ": offset " + std::to_string(off) + " not aligned to " +
+             std::to_string(effective_alignment(p, b));
+    if (b.fixed_offset >= 0 && off != b.fixed_offset)
+      return "buffer " + std::to_string(i) + ": pinned at " + std::to_string(b.fixed_offset) + " but placed at " +
+             std::to_string(off);
+    arena = std::max(arena, off + b.size);
+  }
+  if (arena != pl.arena)
+    return "placement claims arena " + std::to_string(pl.arena) + " but buffers end at " + std::to_string(arena);
+  if (arena > p.capacity)
+    return "arena " + std::to_string(arena) + " exceeds capacity " + std::to_string(p.capacity);
+  // Sweep over time: buffers are opened at lower and closed at upper; among open buffers keep an
+  // address-ordered set and check each new buffer against its neighbours only.
+  struct ev { std::int64_t t; int kind; std::size_t i; };  // kind 0 = close (first), 1 = open
+  std::vector<ev> evs;
+  evs.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.buffers[i].size == 0) continue;
+    evs.push_back({p.buffers[i].lower, 1, i});
+    evs.push_back({p.buffers[i].upper, 0, i});
+  }
+  std::sort(evs.begin(), evs.end(), [](const ev& a, const ev& b) {
+    return a.t != b.t ? a.t < b.t : a.kind != b.kind ? a.kind < b.kind : a.i < b.i;
+  });
+  std::set<std::pair<std::int64_t, std::size_t>> open;  // (offset, buffer)
+  for (const auto& e : evs) {
+    const auto off = pl.offsets[e.i];
+    if (e.kind == 0) { open.erase({off, e.i}); continue; }
+    const auto end = off + p.buffers[e.i].size;
+    auto it = open.lower_bound({off, 0});
+    if (it != open.end() && it->first < end)
+      return "buffers " + std::to_string(e.i) + " and " + std::to_string(it->second) + " are live together at step " +
+             std::to_string(e.t) + " and overlap at offset " + std::to_string(it->first);
+    if (it != open.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + p.buffers[prev->second].size > off)
+        return "buffers " + std::to_string(prev->second) + " and " + std::to_string(e.i) + " are live together at step " +
+               std::to_string(e.t) + " and overlap at offset " + std::to_string(off);
+    }
+    open.insert({off, e.i});
+  }
+  return std::nullopt;
+}
+
+}  // namespace memplan
+
+// The placers of place/ name these types as place::buffer_problem etc. too.
+namespace memplan::place {
+using memplan::align_up;
+using memplan::buffer;
+using memplan::buffer_placement;
+using memplan::buffer_problem;
+using memplan::check;
+using memplan::effective_alignment;
+using memplan::validate;
+}  // namespace memplan::place

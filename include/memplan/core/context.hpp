@@ -1,0 +1,112 @@
+#pragma once
+// plan_context: what every stage of a pipeline sees besides the problem and the timeline -- the
+// memory budget and capacity, alignment, time limit, deterministic mode, progress callback, MILP
+// backend, and a cache of per-problem analyses (computed once per pipeline run, whichever stage asks
+// first). One context serves one pipeline run at a time: the cache is not synchronized.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include <memplan/base/progress.hpp>
+#include <memplan/core/analysis.hpp>
+#include <memplan/core/bounds.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/solver/milp.hpp>
+
+namespace memplan {
+
+// Analyses of one problem, each computed at most once.
+class analysis_cache {
+ public:
+  explicit analysis_cache(const problem& p) : p_(&p) {}
+
+  [[nodiscard]] const problem& of() const noexcept { return *p_; }
+
+  // lower_bound_peak: valid for every order (no recomputation, no offloading).
+  const peak_lower_bound& order_bound(std::int32_t max_ops_for_reachability = 30000) {
+    if (!order_bound_) order_bound_ = lower_bound_peak(*p_, max_ops_for_reachability);
+    return *order_bound_;
+  }
+  // op_local_bound: valid for every plan whatever it recomputes or offloads.
+  std::int64_t op_local() {
+    if (!op_local_) op_local_ = op_local_bound(*p_);
+    return *op_local_;
+  }
+  // Peak of the graph's given order (-1 when that order is not executable).
+  std::int64_t given_peak() {
+    if (!given_peak_) {
+      const auto g = given_order(*p_);
+      given_peak_ = is_topological(*p_, g) ? peak_of(*p_, g) : -1;
+    }
+    return *given_peak_;
+  }
+
+ private:
+  const problem* p_;
+  std::optional<peak_lower_bound> order_bound_;
+  std::optional<std::int64_t> op_local_, given_peak_;
+};
+
+struct plan_context {
+  // ---- memory ----
+  // Bytes the final arena must fit (`memplan plan --budget`). Checkpointers and offloaders work to
+  // meet it; the pipeline fails with errc::infeasible when it cannot. -1: no budget.
+  std::int64_t budget = -1;
+  // Hard arena limit (the device's memory); -1: none. The arena limit is min(budget, capacity).
+  std::int64_t capacity = -1;
+  // Every offset a multiple of this (a power of two).
+  std::int64_t alignment = 1;
+  // The peak a checkpointer or offloader aims at (-1: the arena limit). plan() lowers it below the
+  // budget when the placed arena overshoots, and runs those stages again.
+  std::int64_t memory_target = -1;
+
+  // ---- time and work ----
+  // For every stage that searches: < 0 keeps each policy's own default, 0 stops after its first
+  // result, > 0 is the limit in seconds.
+  double time_limit_s = -1.0;
+  // Count work (iterations, nodes) instead of wall-clock time, so that the result does not depend on
+  // the machine's speed or load. Policies then ignore their time limits.
+  bool deterministic = false;
+  progress_callback progress{};
+
+  // ---- services ----
+  // The MILP backend of the *_ilp policies (e.g. solver::cbc{} from <memplan/solver/cbc.hpp>, target
+  // memplan::cbc). The default, solver::none, makes them fall back to their heuristic and say so.
+  solver::any_backend solver{};
+  // Per-problem analyses; plan() creates one when this is empty.
+  std::shared_ptr<analysis_cache> cache{};
+
+  // ---- report ----
+  bool compute_given_peak = true;            // stats.given_peak from the graph's own order
+  std::int32_t lower_bound_max_ops = 30000;  // reachability part of lower_bound_peak up to this size
+
+  [[nodiscard]] std::int64_t arena_limit() const noexcept {
+    std::int64_t l = std::numeric_limits<std::int64_t>::max();
+    if (budget >= 0) l = budget;
+    if (capacity >= 0 && capacity < l) l = capacity;
+    return l;
+  }
+  [[nodiscard]] std::int64_t peak_target() const noexcept { return memory_target >= 0 ? memory_target : arena_limit(); }
+  [[nodiscard]] bool has_memory_limit() const noexcept { return budget >= 0 || capacity >= 0 || memory_target >= 0; }
+
+  // The time limit a searching policy uses, given its own default: none in deterministic mode.
+  [[nodiscard]] double time_limit_or(double own_default) const noexcept {
+    if (deterministic) return -1.0;
+    return time_limit_s >= 0 ? time_limit_s : own_default;
+  }
+
+  // lower_bound_peak of p, from the cache when it is p's.
+  [[nodiscard]] std::int64_t order_bound(const problem& p) const {
+    if (cache && &cache->of() == &p) return cache->order_bound(lower_bound_max_ops).bytes;
+    return lower_bound_peak(p, lower_bound_max_ops).bytes;
+  }
+
+  // The cache for p (one is made, unshared, when the context has none or it belongs to another problem).
+  [[nodiscard]] std::shared_ptr<analysis_cache> cache_for(const problem& p) const {
+    if (cache && &cache->of() == &p) return cache;
+    return std::make_shared<analysis_cache>(p);
+  }
+};
+
+}  // namespace memplan
