@@ -101,12 +101,13 @@ TEST_CASE("pipeline: the stage records carry names and times; best_of names the 
   CHECK(mp.stats.notes.front().rfind("best_of: ", 0) == 0);
 }
 
-TEST_CASE("pipeline: the bound and the lifetimes are computed once per plan (instrumented problem)") {
+TEST_CASE("pipeline: the bound and the timeline are computed once per plan (instrumented problem)") {
   auto p = make_problem(testing::random_dag(21, {.ops = 60}));
   analysis_counters counters;
   p.instrument(&counters);
   const auto mp = plan(p, schedule::given{} | testing::stack_placer{});
   CHECK(counters.lower_bounds == 1);
+  CHECK(counters.timelines == 1);
   // given: one profile of its order; the timeline: one; given_peak: one. No re-derivation after that.
   CHECK(counters.lifetimes <= 3);
   CHECK(verify(p, mp).ok);

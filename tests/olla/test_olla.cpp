@@ -44,3 +44,15 @@ TEST_CASE("olla::optimize: reorder=false keeps the given order") {
   CHECK(mp.order() == given);
   CHECK(mp.stats.peak == mp.stats.given_peak);
 }
+
+TEST_CASE("olla::optimize: the lower bound, the given peak and the plan's timeline are computed once each") {
+  auto p = make_problem(testing::random_dag(17, {.ops = 200, .max_outputs = 2, .p_inplace = 0.1, .p_workspace = 0.2}));
+  analysis_counters counters;
+  p.instrument(&counters);
+  const auto mp = olla::optimize(p, {.deterministic = true});
+  CHECK(verify(p, mp).ok);
+  CHECK(counters.lower_bounds == 1);  // lower_bound_peak: shared by the scheduler and the report
+  CHECK(counters.timelines == 1);     // the chosen order's lifetimes and profile: built once, placed and reported from
+  MESSAGE("storage_lifetimes calls (candidate orders of the search included): " << counters.lifetimes.load()
+          << ", topological checks: " << counters.topological_checks.load());
+}

@@ -102,6 +102,13 @@ struct plan_context {
     return lower_bound_peak(p, lower_bound_max_ops).bytes;
   }
 
+  // Peak of p's given order (-1: not executable), from the cache when it is p's.
+  [[nodiscard]] std::int64_t given_peak(const problem& p) const {
+    if (cache && &cache->of() == &p) return cache->given_peak();
+    const auto g = given_order(p);
+    return is_topological(p, g) ? peak_of(p, g) : -1;
+  }
+
   // The cache for p (one is made, unshared, when the context has none or it belongs to another problem).
   [[nodiscard]] std::shared_ptr<analysis_cache> cache_for(const problem& p) const {
     if (cache && &cache->of() == &p) return cache;

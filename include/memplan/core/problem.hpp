@@ -34,7 +34,8 @@ struct implementation {
 // Counts of the analyses run on a problem, for tests and benchmarks that check that a pipeline
 // derives each thing once (problem::instrument). Atomic: a problem may be planned from many threads.
 struct analysis_counters {
-  std::atomic<std::int64_t> lifetimes{0};     // storage lifetimes of an order (timeline builds, profiles)
+  std::atomic<std::int64_t> lifetimes{0};     // storage lifetimes of an order (any: profiles of candidate orders too)
+  std::atomic<std::int64_t> timelines{0};     // timelines built or re-derived (make_timeline, derive)
   std::atomic<std::int64_t> lower_bounds{0};  // lower_bound_peak
   std::atomic<std::int64_t> topological_checks{0};
 };
@@ -90,6 +91,11 @@ class problem {
   [[nodiscard]] bool resident(storage_id s) const { return resident_[idx(s)] != 0; }
   // Exists before the first op but is freed after its last use (inputs when !inputs_resident).
   [[nodiscard]] bool preexisting(storage_id s) const { return producer_[idx(storage_root(s))] == no_id; }
+  // Preexisting and freed after its last use, but no op uses it (nor is it an output): by the memory
+  // rule it is live while the first op runs, and only then.
+  [[nodiscard]] bool live_at_start_only(storage_id s) const {
+    return preexisting(s) && !resident(s) && storage_users(s).empty() && !live_to_end(s);
+  }
   // Holds a tensor of kind output: live from its producer to the end.
   [[nodiscard]] bool live_to_end(storage_id s) const { return to_end_[idx(s)] != 0; }
   // Ops that read or write the storage.

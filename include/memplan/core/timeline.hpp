@@ -179,6 +179,7 @@ inline void derive_profile(const problem& p, timeline& tl, std::span<const std::
 // first violation when `order` is not a topological order.
 inline timeline make_timeline(const problem& p, std::span<const op_id> order) {
   if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "not a topological order: " + *bad);
+  if (auto* c = p.counters()) ++c->timelines;
   timeline tl;
   const auto lt = storage_lifetimes(p, order);
   const auto n = order.size();
@@ -228,6 +229,7 @@ inline timeline given_timeline(const problem& p) {
 // tick for resident and output storages still on the device at the end). Assumes the step/mat links
 // are consistent (verify is the referee); throws errc::invalid_plan on links it cannot follow.
 inline void derive(const problem& p, timeline& tl) {
+  if (auto* c = p.counters()) ++c->timelines;
   const auto ns = static_cast<std::size_t>(p.num_storages());
   std::vector<std::int32_t> cur(ns, no_id);  // current materialization of each storage on the device
   std::vector<std::int32_t> tick_step;

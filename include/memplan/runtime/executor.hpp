@@ -6,7 +6,9 @@
 //
 // A kernel is any callable  void(op_id, std::span<std::byte* const> inputs,
 //                                 std::span<std::byte* const> outputs, std::byte* workspace)
-// receiving pointers in the order of problem::inputs(op) / problem::outputs(op).
+// receiving pointers in the order of problem::inputs(op) / problem::outputs(op); or, to run the
+// implementation the plan chose for each op step (problem::implementations, -1: the op's own),
+//                            void(op_id, std::int32_t impl, inputs, outputs, workspace).
 //
 // eager_executor is the reference: every storage gets its own allocation, freed after its last use
 // in the given order -- what an ordinary framework run does.
@@ -30,7 +32,9 @@
 namespace memplan::runtime {
 
 template <class K>
-concept kernel_fn = std::invocable<K&, op_id, std::span<std::byte* const>, std::span<std::byte* const>, std::byte*>;
+concept impl_kernel_fn = std::invocable<K&, op_id, std::int32_t, std::span<std::byte* const>, std::span<std::byte* const>, std::byte*>;
+template <class K>
+concept kernel_fn = impl_kernel_fn<K> || std::invocable<K&, op_id, std::span<std::byte* const>, std::span<std::byte* const>, std::byte*>;
 
 struct executor_options {
   bool poison = false;  // NaN-fill the arena at start, and every range the plan frees / offloads
@@ -107,7 +111,8 @@ class executor {
             rs.high_water = std::max(rs.high_water, st.workspace_offset + wsb);
             if (opt_.poison) arena_.poison(st.workspace_offset, wsb);
           }
-          kernel(o, std::span<std::byte* const>(in), std::span<std::byte* const>(out), ws);
+          if constexpr (impl_kernel_fn<K>) kernel(o, st.impl, std::span<std::byte* const>(in), std::span<std::byte* const>(out), ws);
+          else kernel(o, std::span<std::byte* const>(in), std::span<std::byte* const>(out), ws);
           if (st.kind == step_kind::recompute) ++rs.recomputed_ops;
           if (wsb > 0 && opt_.poison) arena_.poison(st.workspace_offset, wsb);
           break;

@@ -71,11 +71,11 @@ struct default_scheduler {
     // The graph's own order competes too (last: ties go to the heuristics), so the default is
     // never worse than `given` when the given order is executable.
     if (top.front().peak > lb) {
-      auto id = given_order(p);
-      if (is_topological(p, id)) {
+      const auto gp = ctx.given_peak(p);
+      if (gp >= 0) {
         schedule_result g;
-        g.peak = peak_of(p, id);
-        g.order = std::move(id);
+        g.peak = gp;
+        g.order = given_order(p);
         g.policy = "given";
         tried += ", given=" + std::to_string(g.peak);
         bool dup = false;

@@ -74,7 +74,7 @@ struct exact {
       }
       for (storage_id s = 0; s < p.num_storages(); ++s) {
         if (p.storage_bytes(s) == 0 || p.resident(s)) continue;
-        if (p.preexisting(s) && p.storage_users(s).empty() && !p.live_to_end(s)) continue;  // step 0 only
+        if (p.live_at_start_only(s)) continue;
         tracked st;
         st.s = s;
         st.bytes = p.storage_bytes(s);

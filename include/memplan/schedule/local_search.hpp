@@ -103,7 +103,7 @@ inline improved_order improve_order(const problem& p, std::vector<op_id> order, 
   for (storage_id s = 0; s < p.num_storages(); ++s) {
     const auto si = static_cast<std::size_t>(s);
     if (p.storage_bytes(s) == 0 || p.resident(s)) continue;
-    if (p.preexisting(s) && p.storage_users(s).empty() && !p.live_to_end(s)) continue;
+    if (p.live_at_start_only(s)) continue;
     tracked[si] = 1;
     pre[si] = p.preexisting(s) ? 1 : 0;
     to_end[si] = p.live_to_end(s) ? 1 : 0;

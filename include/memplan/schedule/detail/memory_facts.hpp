@@ -23,7 +23,7 @@ struct memory_facts {
       if (b == 0) continue;
       if (p.resident(s)) { initial_live += b; continue; }
       if (p.preexisting(s)) {
-        if (p.storage_users(s).empty() && !p.live_to_end(s)) step0_only += b;
+        if (p.live_at_start_only(s)) step0_only += b;
         else initial_live += b;
       } else {
         alloc[static_cast<std::size_t>(p.storage_allocator(s))] += b;
