@@ -282,3 +282,42 @@ TEST_CASE("verify: every plan on random DAGs verifies; corrupting it is caught")
   CHECK(tried > 50);
   CHECK(caught == tried);
 }
+
+TEST_CASE("verify: recomputing an in-place op is valid while its base is readable; never an op marked not recomputable") {
+  graph::dataflow_graph g("inplace-recompute");
+  auto x = g.add_tensor("x", 8, tensor_kind::input);
+  auto a = g.add_tensor("a", 8);
+  auto a2 = g.add_tensor("a2", 8);
+  auto r = g.add_tensor("r", 8);
+  auto y = g.add_tensor("y", 4, tensor_kind::output);
+  g.add_op("p", {x}, {a});
+  g.add_op("relu_", {a}, {a2});
+  g.set_inplace_of(a2, a);
+  g.add_op("use", {a2}, {r}, {.recomputable = false});
+  g.add_op("late", {a2, r}, {y});
+  const auto p = make_problem(g);
+  auto good = valid_plan(p);
+  REQUIRE(verify(p, good).ok);
+  // free {a, a2} after `use`, then recompute p and relu_ (in place again) before `late`.
+  auto mp = good;
+  const auto at = step_index(mp, step_kind::compute, 3);
+  mp.steps.insert(mp.steps.begin() + at, step{step_kind::recompute, 1});
+  mp.steps.insert(mp.steps.begin() + at, step{step_kind::recompute, 0});
+  mp.steps.insert(mp.steps.begin() + at, step{step_kind::free, 1});
+  relink(p, mp, true);
+  mp.stats.recompute_cost = p.cost(0) + p.cost(1);
+  CHECK(verify(p, mp).ok);
+  // relu_ again after it already wrote a2: it reads a, which a2 overwrote -- no second update.
+  auto twice = good;
+  const auto u = step_index(twice, step_kind::compute, 2);
+  twice.steps.insert(twice.steps.begin() + u, step{step_kind::recompute, 1});
+  relink(p, twice, true);
+  CHECK(violation(p, twice).find("reads tensor 'a' was overwritten in place by 'a2'") != std::string::npos);
+  // `use` draws random numbers: it is never recomputed.
+  auto rnd = good;
+  const auto l = step_index(rnd, step_kind::compute, 3);
+  rnd.steps.insert(rnd.steps.begin() + l, step{step_kind::recompute, 2});
+  rnd.steps.insert(rnd.steps.begin() + l, step{step_kind::free, 3});
+  relink(p, rnd, true);
+  CHECK(violation(p, rnd).find("marked not recomputable") != std::string::npos);
+}

@@ -440,3 +440,50 @@ TEST_CASE("bundled models: counts, bytes and given-order peak agree with data/mo
   }
   MESSAGE("checked ", checked, " bundled graphs");
 }
+
+TEST_CASE("graph format: meta.cost_unit, recomputable and implementations read, write and round-trip") {
+  const std::string doc = R"({"format": "memplan-graph", "version": 1, "name": "alt", "meta": {"cost_unit": "seconds", "device": "x"},
+    "tensors": [{"id": "x", "bytes": 64, "kind": "input"}, {"id": "w", "bytes": 64, "kind": "weight"},
+                {"id": "y", "bytes": 64, "kind": "activation"}, {"id": "m", "bytes": 64, "kind": "activation"},
+                {"id": "z", "bytes": 8, "kind": "output"}],
+    "ops": [{"id": "conv", "op": "aten.convolution", "inputs": ["x", "w"], "outputs": ["y"], "cost": 2.0, "workspace": 128,
+             "implementations": [{"name": "direct", "cost": 5.0, "workspace": 0}, {"name": "fft", "cost": 1.0, "workspace": 4096}]},
+            {"id": "drop", "op": "aten.bernoulli_", "inputs": ["y"], "outputs": ["m"], "recomputable": false},
+            {"id": "sum", "inputs": ["m"], "outputs": ["z"]}]})";
+  const auto p = io::parse_graph(doc, "alt.json");
+  CHECK(p.cost_unit() == "seconds");
+  REQUIRE(p.implementations(0).size() == 2);
+  CHECK(p.implementations(0)[1].name == "fft");
+  CHECK(p.implementations(0)[1].workspace == 4096);
+  CHECK(p.recomputable(0));
+  CHECK_FALSE(p.recomputable(1));
+  const auto back = io::parse_graph(io::write_graph(p).dump(), "back.json");
+  CHECK(back.cost_unit() == "seconds");
+  CHECK(std::vector<implementation>(back.implementations(0).begin(), back.implementations(0).end()) ==
+        std::vector<implementation>(p.implementations(0).begin(), p.implementations(0).end()));
+  CHECK_FALSE(back.recomputable(1));
+  const auto g = io::parse_dataflow_graph(doc, "alt.json");
+  const auto q = make_problem(g);
+  CHECK(q.cost_unit() == "seconds");
+  CHECK(q.implementations(0).size() == 2);
+  CHECK_FALSE(q.recomputable(1));
+  CHECK(io::write_graph(g)["ops"][1]["recomputable"] == false);
+  // Bad values are named.
+  auto expect = [&](std::string text, const char* what) {
+    try {
+      (void)io::parse_graph(text, "bad.json");
+      FAIL("accepted: ", what);
+    } catch (const error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    auto t = doc;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  expect(with("\"cost_unit\": \"seconds\"", "\"cost_unit\": \"parsecs\""), "meta.cost_unit");
+  expect(with("\"recomputable\": false", "\"recomputable\": 0"), "\"recomputable\" is 0");
+  expect(with("{\"name\": \"fft\"", "{\"name\": \"direct\""), "lists implementation 'direct' twice");
+  expect(with("\"cost\": 1.0, \"workspace\": 4096", "\"cost\": -1.0, \"workspace\": 4096"), "implementations[1]: cost");
+}

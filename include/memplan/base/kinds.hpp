@@ -3,6 +3,7 @@
 // plan steps, and the kinds of pipeline stages.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace memplan {
@@ -50,6 +51,15 @@ inline constexpr std::optional<op_phase> parse_op_phase(std::string_view s) noex
 inline constexpr bool may_be_resident(tensor_kind k) noexcept {
   return k == tensor_kind::input || k == tensor_kind::weight || k == tensor_kind::optimizer_state;
 }
+
+// One way to run an op (MONeT §3: workspace vs time, in-place variants): the op's alternatives to its
+// own cost and workspace.
+struct implementation {
+  std::string name;
+  double cost = 0.0;
+  std::int64_t workspace = 0;
+  friend bool operator==(const implementation&, const implementation&) = default;
+};
 
 // ---- plan steps --------------------------------------------------------------------------------
 // compute/recompute run an op; offload/prefetch move a storage to the host and back; free ends a

@@ -73,6 +73,7 @@ auto adapt(const G& g, const lookups<Bytes, Cost, Workspace>& lk = {}, problem_o
   if constexpr (requires { { g.name() } -> std::convertible_to<std::string>; })
     if (name.empty()) name = g.name();
   problem_builder b(std::move(name), opt);
+  if constexpr (requires { { g.cost_unit() } -> std::convertible_to<std::string>; }) b.set_cost_unit(g.cost_unit());
   detail::descriptor_map<TD> tid;
   for (auto&& t : ::memplan::tensors(g)) {
     std::int64_t bytes = 0;
@@ -105,7 +106,8 @@ auto adapt(const G& g, const lookups<Bytes, Cost, Workspace>& lk = {}, problem_o
     else cost = static_cast<double>(detail::lookup(lk.cost, o));
     if constexpr (std::is_same_v<Workspace, use_graph_t>) ws = ::memplan::op_workspace(g, o);
     else ws = static_cast<std::int64_t>(detail::lookup(lk.workspace, o));
-    b.add_op(std::move(name_s), std::move(ins), std::move(outs), ::memplan::op_type(g, o), ::memplan::op_phase_of(g, o), cost, ws);
+    b.add_op(std::move(name_s), std::move(ins), std::move(outs), ::memplan::op_type(g, o), ::memplan::op_phase_of(g, o), cost, ws,
+             ::memplan::op_implementations(g, o), ::memplan::op_recomputable(g, o));
     out.op_descriptor.push_back(o);
   }
   out.problem = b.build();

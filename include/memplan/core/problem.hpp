@@ -24,13 +24,6 @@
 
 namespace memplan {
 
-// One way to run an op (MONeT §3: workspace vs time, in-place variants).
-struct implementation {
-  std::string name;
-  double cost = 0.0;
-  std::int64_t workspace = 0;
-};
-
 // Counts of the analyses run on a problem, for tests and benchmarks that check that a pipeline
 // derives each thing once (problem::instrument). Atomic: a problem may be planned from many threads.
 struct analysis_counters {
@@ -58,6 +51,9 @@ class problem {
   [[nodiscard]] std::int32_t num_tensors() const noexcept { return static_cast<std::int32_t>(tensor_name_.size()); }
   [[nodiscard]] std::int32_t num_storages() const noexcept { return static_cast<std::int32_t>(storage_bytes_.size()); }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  // What the ops' costs measure (graph format "meta": {"cost_unit": ...}): "seconds", "flops", or
+  // "units" (one per op when the graph gives no costs). Empty: not said.
+  [[nodiscard]] const std::string& cost_unit() const noexcept { return cost_unit_; }
 
   // ---- ops -----------------------------------------------------------------------------------
   [[nodiscard]] std::span<const tensor_id> inputs(op_id o) const { return row(in_off_, in_, o); }
@@ -71,6 +67,9 @@ class problem {
   [[nodiscard]] double cost(op_id o) const { return cost_[idx(o)]; }
   [[nodiscard]] std::int64_t workspace(op_id o) const { return workspace_[idx(o)]; }
   [[nodiscard]] std::span<const implementation> implementations(op_id o) const { return row(impl_off_, impl_, o); }
+  // False for ops whose outputs are not a function of their inputs (random number generation): never
+  // recomputed (graph format: "recomputable": false).
+  [[nodiscard]] bool recomputable(op_id o) const { return recomputable_[idx(o)] != 0; }
   // Storages an op reads or writes (its inputs' and outputs' storages, each once, non-empty ones).
   [[nodiscard]] std::span<const storage_id> touched(op_id o) const { return row(touch_off_, touch_, o); }
 
@@ -142,6 +141,8 @@ class problem {
   std::vector<op_phase> phase_;
   std::vector<double> cost_;
   std::vector<std::int64_t> workspace_;
+  std::vector<std::uint8_t> recomputable_;
+  std::string cost_unit_;
   std::vector<std::int32_t> in_off_, out_off_, pred_off_, succ_off_, impl_off_, touch_off_;
   std::vector<tensor_id> in_, out_;
   std::vector<op_id> pred_, succ_;

@@ -30,10 +30,13 @@ class problem_builder {
   void set_inplace_of(tensor_id t, tensor_id base) { tensors_.at(static_cast<std::size_t>(t)).inplace_of = base; }
   op_id add_op(std::string name, std::vector<tensor_id> ins, std::vector<tensor_id> outs, std::string type = "op",
                op_phase phase = op_phase::other, double cost = 0.0, std::int64_t workspace = 0,
-               std::vector<implementation> impls = {}) {
-    ops_.push_back({std::move(name), std::move(type), phase, cost, workspace, std::move(ins), std::move(outs), std::move(impls)});
+               std::vector<implementation> impls = {}, bool recomputable = true) {
+    ops_.push_back({std::move(name), std::move(type), phase, cost, workspace, std::move(ins), std::move(outs), std::move(impls),
+                    recomputable});
     return static_cast<op_id>(ops_.size() - 1);
   }
+  // What the costs measure: "seconds", "flops" or "units".
+  void set_cost_unit(std::string unit) { p_.cost_unit_ = std::move(unit); }
   void add_edge(op_id before, op_id after) { edges_.emplace_back(before, after); }
 
   // Validates and returns the problem. Throws memplan::error(errc::invalid_graph, ...) on bad input.
@@ -48,6 +51,7 @@ class problem_builder {
     std::int64_t workspace;
     std::vector<tensor_id> ins, outs;
     std::vector<implementation> impls;
+    bool recomputable = true;
   };
   problem p_;
   problem_options opt_;
@@ -160,6 +164,7 @@ inline problem problem_builder::build() {
   p.phase_.resize(no);
   p.cost_.resize(no);
   p.workspace_.resize(no);
+  p.recomputable_.resize(no);
   p.op_by_name_.reserve(no);
   p.producer_.assign(nt, no_id);
   std::vector<std::vector<tensor_id>> ins(no), outs(no);
@@ -176,14 +181,23 @@ inline problem problem_builder::build() {
       throw error(errc::invalid_graph, "op '" + oi.name + "': workspace " + std::to_string(oi.workspace) + " overflows");
     if (!(oi.cost >= 0.0) || oi.cost == std::numeric_limits<double>::infinity())
       throw error(errc::invalid_graph, "op '" + oi.name + "' has invalid cost " + std::to_string(oi.cost));
-    for (const auto& im : oi.impls)
-      if (im.workspace < 0 || !(im.cost >= 0.0))
-        throw error(errc::invalid_graph, "op '" + oi.name + "': implementation '" + im.name + "' has a negative cost or workspace");
+    for (std::size_t k = 0; k < oi.impls.size(); ++k) {
+      const auto& im = oi.impls[k];
+      if (im.name.empty()) throw error(errc::invalid_graph, "op '" + oi.name + "': implementation " + std::to_string(k) + " has no name");
+      if (im.workspace < 0 || !(im.cost >= 0.0) || im.cost == std::numeric_limits<double>::infinity())
+        throw error(errc::invalid_graph, "op '" + oi.name + "': implementation '" + im.name + "' has a negative or infinite cost or workspace");
+      if (im.workspace > std::numeric_limits<std::int64_t>::max() / 4)
+        throw error(errc::invalid_graph, "op '" + oi.name + "': implementation '" + im.name + "': workspace overflows");
+      for (std::size_t j = 0; j < k; ++j)
+        if (oi.impls[j].name == im.name)
+          throw error(errc::invalid_graph, "op '" + oi.name + "' lists implementation '" + im.name + "' twice");
+    }
     p.op_name_[o] = oi.name;
     p.op_type_[o] = oi.type;
     p.phase_[o] = oi.phase;
     p.cost_[o] = oi.cost;
     p.workspace_[o] = oi.workspace;
+    p.recomputable_[o] = oi.recomputable ? 1 : 0;
     impls[o] = oi.impls;
     for (auto t : oi.ins) {
       if (t < 0 || static_cast<std::size_t>(t) >= nt)
@@ -321,6 +335,7 @@ inline problem problem_builder::build() {
 // (Function 3). Throws if an edge creates a cycle.
 inline problem with_edges(const problem& p, std::span<const std::pair<op_id, op_id>> edges) {
   problem_builder b(p.name(), p.options());
+  b.set_cost_unit(p.cost_unit());
   for (tensor_id t = 0; t < p.num_tensors(); ++t) b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
   for (tensor_id t = 0; t < p.num_tensors(); ++t)
     if (p.inplace_of(t) != no_id) b.set_inplace_of(t, p.inplace_of(t));
@@ -329,7 +344,7 @@ inline problem with_edges(const problem& p, std::span<const std::pair<op_id, op_
     auto out = p.outputs(o);
     auto im = p.implementations(o);
     b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), p.cost(o),
-             p.workspace(o), {im.begin(), im.end()});
+             p.workspace(o), {im.begin(), im.end()}, p.recomputable(o));
   }
   for (auto [a, c] : p.extra_edges()) b.add_edge(a, c);
   for (auto [a, c] : edges) b.add_edge(a, c);

@@ -223,6 +223,7 @@ class referee {
         if (computed_at_[static_cast<std::size_t>(q)] < 0) return "runs before its predecessor '" + p_.op_name(q) + "'";
     } else {
       if (computed_at_[ou] < 0) return std::string("recomputes an op that was never computed");
+      if (!p_.recomputable(o)) return std::string("recomputes an op marked not recomputable (its outputs are not a function of its inputs)");
       recompute_cost_ += step_cost(p_, st);
     }
     for (auto t : p_.inputs(o))
@@ -233,8 +234,9 @@ class referee {
       const auto s = p_.storage_of(t);
       const auto su = static_cast<std::size_t>(s);
       if (p_.inplace_of(t) != no_id) {
-        if (st.kind == step_kind::recompute)
-          return "recomputes an in-place op (writes '" + p_.tensor_name(t) + "' into '" + p_.tensor_name(p_.inplace_of(t)) + "')";
+        // A recompute writes in place again only where the storage still holds the base (a value
+        // already updated, e.g. running statistics, is left as it is: no double update).
+        if (st.kind == step_kind::recompute && state_[su] == live && holds_[su] == t) continue;
         if (auto bad = why_not_readable(p_.inplace_of(t))) return "writes in place into " + *bad;
         holds_[su] = t;
         continue;

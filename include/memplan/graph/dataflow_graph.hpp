@@ -33,6 +33,8 @@ struct op_attributes {
   op_phase phase = op_phase::other;
   double cost = 0.0;              // seconds or FLOPs, consistent within a graph
   std::int64_t workspace = 0;     // scratch bytes while the op runs
+  bool recomputable = true;       // false: outputs are not a function of the inputs (random numbers)
+  std::vector<implementation> implementations{};  // alternatives to (cost, workspace)
 };
 
 struct tensor_attributes {
@@ -44,6 +46,10 @@ class dataflow_graph {
  public:
   dataflow_graph() = default;
   explicit dataflow_graph(std::string name) : name_(std::move(name)) {}
+
+  // What op costs measure: "seconds", "flops" or "units" (docs/format.md, meta.cost_unit).
+  void set_cost_unit(std::string unit) { cost_unit_ = std::move(unit); }
+  [[nodiscard]] const std::string& cost_unit() const noexcept { return cost_unit_; }
 
   // ---- building ------------------------------------------------------------------------------
   tensor_ref add_tensor(std::string name, std::int64_t bytes, tensor_kind kind = tensor_kind::activation,
@@ -117,6 +123,8 @@ class dataflow_graph {
   [[nodiscard]] op_phase op_phase_of(op_ref op) const { return at(op).attrs.phase; }
   [[nodiscard]] double op_cost(op_ref op) const { return at(op).attrs.cost; }
   [[nodiscard]] std::int64_t op_workspace(op_ref op) const { return at(op).attrs.workspace; }
+  [[nodiscard]] bool op_recomputable(op_ref op) const { return at(op).attrs.recomputable; }
+  [[nodiscard]] std::vector<implementation> op_implementations(op_ref op) const { return at(op).attrs.implementations; }
 
   [[nodiscard]] std::optional<op_ref> find_op(const std::string& n) const {
     auto it = op_index_.find(n);
@@ -154,6 +162,7 @@ class dataflow_graph {
   const tensor_data& at(tensor_ref t) const { check(t); return tensors_[static_cast<std::size_t>(t.index)]; }
 
   std::string name_;
+  std::string cost_unit_;
   std::vector<op_data> ops_;
   std::vector<tensor_data> tensors_;
   std::unordered_map<std::string, std::int32_t> op_index_, tensor_index_;

@@ -7,7 +7,8 @@
 //   3. a default where one makes sense:       tensor_bytes -> t.bytes, tensor_kind_of -> activation,
 //                                             op_name/tensor_name -> none (the problem numbers them),
 //                                             inplace_of -> none, op_type -> "op", op_phase_of -> other,
-//                                             op_cost -> 0, op_workspace -> 0.
+//                                             op_cost -> 0, op_workspace -> 0, op_recomputable -> true,
+//                                             op_implementations -> none.
 // Sizes, costs and workspaces may instead come from lookups passed to memplan::make_problem.
 // A CPO without 1 or 2 and without a default fails with a static_assert that says what to write.
 //
@@ -19,6 +20,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <memplan/base/kinds.hpp>
 
@@ -44,6 +46,8 @@ void op_phase_of(auto&, auto&) = delete;
 void inplace_of(auto&, auto&) = delete;
 void op_cost(auto&, auto&) = delete;
 void op_workspace(auto&, auto&) = delete;
+void op_recomputable(auto&, auto&) = delete;
+void op_implementations(auto&, auto&) = delete;
 
 template <class G> concept member_ops = requires(const G& g) { { g.ops() } -> std::ranges::forward_range; };
 template <class G> concept adl_ops = requires(const G& g) { { ops(g) } -> std::ranges::forward_range; };
@@ -121,6 +125,8 @@ MEMPLAN_CPO_DEFAULTED(op_type, std::string, std::string("op"))
 MEMPLAN_CPO_DEFAULTED(op_phase_of, ::memplan::op_phase, ::memplan::op_phase::other)
 MEMPLAN_CPO_DEFAULTED(op_cost, double, 0.0)
 MEMPLAN_CPO_DEFAULTED(op_workspace, std::int64_t, std::int64_t{0})
+MEMPLAN_CPO_DEFAULTED(op_recomputable, bool, true)
+MEMPLAN_CPO_DEFAULTED(op_implementations, std::vector<::memplan::implementation>, std::vector<::memplan::implementation>{})
 #undef MEMPLAN_CPO_DEFAULTED
 
 // inplace_of(g, t) -> std::optional<tensor descriptor>: t is written into the storage of the result.
@@ -153,6 +159,8 @@ inline constexpr _cpo::op_phase_of_fn op_phase_of{};
 inline constexpr _cpo::inplace_of_fn inplace_of{};
 inline constexpr _cpo::op_cost_fn op_cost{};
 inline constexpr _cpo::op_workspace_fn op_workspace{};
+inline constexpr _cpo::op_recomputable_fn op_recomputable{};
+inline constexpr _cpo::op_implementations_fn op_implementations{};
 }  // namespace cpos
 
 // ---- descriptor types -------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -71,10 +72,13 @@ struct op_record {
   op_phase phase = op_phase::other;
   double cost = 0.0;
   std::int64_t workspace = 0;
+  bool recomputable = true;
+  std::vector<implementation> implementations;
 };
 
 struct graph_document {
   std::string name;
+  std::string cost_unit;  // meta.cost_unit: "seconds", "flops" or "units"; empty: not said
   std::vector<tensor_record> tensors;
   std::vector<op_record> ops;
 };
@@ -149,6 +153,15 @@ inline graph_document parse_graph_document(const json& j, const std::string& sou
     throw bad("\"version\" is " + detail::short_dump(*v) + ", this reader reads version 1 only");
 
   graph_document doc;
+  if (auto m = j.find("meta"); m != j.end() && !m->is_null()) {
+    if (!m->is_object()) throw bad("\"meta\" is " + detail::short_dump(*m) + ", not an object");
+    if (auto cu = m->find("cost_unit"); cu != m->end() && !cu->is_null()) {
+      if (!cu->is_string()) throw bad("\"meta.cost_unit\" is " + detail::short_dump(*cu) + ", not a string");
+      doc.cost_unit = cu->get<std::string>();
+      if (doc.cost_unit != "seconds" && doc.cost_unit != "flops" && doc.cost_unit != "units")
+        throw bad("\"meta.cost_unit\" is " + detail::short_dump(*cu) + " (expected \"seconds\", \"flops\" or \"units\")");
+    }
+  }
   if (auto n = j.find("name"); n != j.end()) {
     if (!n->is_string()) throw bad("\"name\" is " + detail::short_dump(*n) + ", not a string");
     doc.name = n->get<std::string>();
@@ -283,6 +296,36 @@ inline graph_document parse_graph_document(const json& j, const std::string& sou
       if (r.workspace > std::numeric_limits<std::int64_t>::max() / 4)
         throw bad(who + ": workspace " + std::to_string(r.workspace) + " overflows the arena arithmetic");
     }
+    if (auto rc = o.find("recomputable"); rc != o.end() && !rc->is_null()) {
+      if (!rc->is_boolean()) throw bad(who + ": \"recomputable\" is " + detail::short_dump(*rc) + ", not true or false");
+      r.recomputable = rc->get<bool>();
+    }
+    if (auto im = o.find("implementations"); im != o.end() && !im->is_null()) {
+      if (!im->is_array()) throw bad(who + ": \"implementations\" is " + detail::short_dump(*im) + ", not a list");
+      for (std::size_t k = 0; k < im->size(); ++k) {
+        const auto& x = (*im)[k];
+        const auto iat = who + ": implementations[" + std::to_string(k) + "]";
+        if (!x.is_object()) throw bad(iat + " is not an object {\"name\", \"cost\", \"workspace\"}");
+        implementation impl;
+        auto nm = x.find("name");
+        if (nm == x.end() || !nm->is_string() || nm->get_ref<const std::string&>().empty())
+          throw bad(iat + " has no \"name\" (a non-empty string)");
+        impl.name = nm->get<std::string>();
+        for (const auto& other : r.implementations)
+          if (other.name == impl.name) throw bad(who + " lists implementation " + squote(impl.name) + " twice");
+        if (auto c = x.find("cost"); c != x.end() && !c->is_null()) {
+          if (!c->is_number() || !(c->get<double>() >= 0) || !std::isfinite(c->get<double>()))
+            throw bad(iat + ": cost " + detail::short_dump(*c) + " is not a finite non-negative number");
+          impl.cost = c->get<double>();
+        }
+        if (auto w = x.find("workspace"); w != x.end() && !w->is_null()) {
+          impl.workspace = detail::nonneg_int(*w, iat + ": workspace", source);
+          if (impl.workspace > std::numeric_limits<std::int64_t>::max() / 4)
+            throw bad(iat + ": workspace " + std::to_string(impl.workspace) + " overflows the arena arithmetic");
+        }
+        r.implementations.push_back(std::move(impl));
+      }
+    }
     r.inputs = detail::id_list(o, "inputs", who, source);
     r.outputs = detail::id_list(o, "outputs", who, source);
     for (const auto& t : r.inputs)
@@ -329,8 +372,9 @@ inline problem to_problem(const graph_document& doc, const std::string& source, 
     outs.reserve(o.outputs.size());
     for (const auto& t : o.inputs) ins.push_back(tid.at(t));
     for (const auto& t : o.outputs) outs.push_back(tid.at(t));
-    b.add_op(o.id, std::move(ins), std::move(outs), o.op, o.phase, o.cost, o.workspace);
+    b.add_op(o.id, std::move(ins), std::move(outs), o.op, o.phase, o.cost, o.workspace, o.implementations, o.recomputable);
   }
+  b.set_cost_unit(doc.cost_unit);
   problem p;
   try {
     p = b.build();
@@ -338,9 +382,7 @@ inline problem to_problem(const graph_document& doc, const std::string& source, 
     throw error(e.code(), source + ": " + e.what());
   }
   if (opt.require_executable_given_order) {
-    std::vector<op_id> given(static_cast<std::size_t>(p.num_ops()));
-    for (std::size_t i = 0; i < given.size(); ++i) given[i] = static_cast<op_id>(i);
-    if (auto why = check_topological(p, given))
+    if (auto why = check_topological(p, given_order(p)))
       throw error(errc::invalid_graph, source + ": the given order (the order of \"ops\") does not run: " + *why);
   }
   return p;
@@ -348,6 +390,7 @@ inline problem to_problem(const graph_document& doc, const std::string& source, 
 
 inline graph::dataflow_graph to_dataflow_graph(const graph_document& doc) {
   graph::dataflow_graph g(doc.name);
+  g.set_cost_unit(doc.cost_unit);
   std::unordered_map<std::string, graph::tensor_ref> tid;
   tid.reserve(doc.tensors.size());
   for (const auto& t : doc.tensors) {
@@ -362,7 +405,8 @@ inline graph::dataflow_graph to_dataflow_graph(const graph_document& doc) {
     std::vector<graph::tensor_ref> ins, outs;
     for (const auto& t : o.inputs) ins.push_back(tid.at(t));
     for (const auto& t : o.outputs) outs.push_back(tid.at(t));
-    g.add_op(o.id, std::move(ins), std::move(outs), graph::op_attributes{o.op, o.phase, o.cost, o.workspace});
+    g.add_op(o.id, std::move(ins), std::move(outs),
+             graph::op_attributes{o.op, o.phase, o.cost, o.workspace, o.recomputable, o.implementations});
   }
   return g;
 }
@@ -393,7 +437,8 @@ inline graph::dataflow_graph read_dataflow_graph(const std::string& path, const 
 // ---- writing --------------------------------------------------------------------------------------------
 namespace detail {
 inline json op_json(const std::string& id, const std::string& type, const std::vector<std::string>& ins,
-                    const std::vector<std::string>& outs, op_phase ph, double cost, std::int64_t ws) {
+                    const std::vector<std::string>& outs, op_phase ph, double cost, std::int64_t ws, bool recomputable,
+                    std::span<const implementation> impls) {
   json o;
   o["id"] = id;
   o["op"] = type;
@@ -402,20 +447,33 @@ inline json op_json(const std::string& id, const std::string& type, const std::v
   o["phase"] = std::string(to_string(ph));
   if (cost != 0.0) o["cost"] = cost;
   if (ws != 0) o["workspace"] = ws;
+  if (!recomputable) o["recomputable"] = false;
+  if (!impls.empty()) {
+    json a = json::array();
+    for (const auto& im : impls) {
+      json x;
+      x["name"] = im.name;
+      x["cost"] = im.cost;
+      x["workspace"] = im.workspace;
+      a.push_back(std::move(x));
+    }
+    o["implementations"] = std::move(a);
+  }
   return o;
 }
-inline json header(const std::string& name) {
+inline json header(const std::string& name, const std::string& cost_unit) {
   json j;
   j["format"] = std::string(graph_format_name);
   j["version"] = graph_format_version;
   j["name"] = name;
+  if (!cost_unit.empty()) j["meta"] = json{{"cost_unit", cost_unit}};
   return j;
 }
 }  // namespace detail
 
 // A problem as a graph document (the given order is the op id order).
 inline json write_graph(const problem& p) {
-  json j = detail::header(p.name());
+  json j = detail::header(p.name(), p.cost_unit());
   json ts = json::array();
   for (tensor_id t = 0; t < p.num_tensors(); ++t) {
     json x;
@@ -430,7 +488,8 @@ inline json write_graph(const problem& p) {
     std::vector<std::string> ins, outs;
     for (auto t : p.inputs(o)) ins.push_back(p.tensor_name(t));
     for (auto t : p.outputs(o)) outs.push_back(p.tensor_name(t));
-    os.push_back(detail::op_json(p.op_name(o), p.op_type(o), ins, outs, p.phase(o), p.cost(o), p.workspace(o)));
+    os.push_back(detail::op_json(p.op_name(o), p.op_type(o), ins, outs, p.phase(o), p.cost(o), p.workspace(o), p.recomputable(o),
+                                 p.implementations(o)));
   }
   j["tensors"] = std::move(ts);
   j["ops"] = std::move(os);
@@ -439,7 +498,7 @@ inline json write_graph(const problem& p) {
 
 // A dataflow_graph as a graph document, with shapes and dtypes where the graph has them.
 inline json write_graph(const graph::dataflow_graph& g) {
-  json j = detail::header(g.name());
+  json j = detail::header(g.name(), g.cost_unit());
   json ts = json::array();
   for (auto t : g.tensors()) {
     json x;
@@ -457,7 +516,9 @@ inline json write_graph(const graph::dataflow_graph& g) {
     std::vector<std::string> ins, outs;
     for (auto t : g.inputs(o)) ins.push_back(*g.tensor_name(t));
     for (auto t : g.outputs(o)) outs.push_back(*g.tensor_name(t));
-    os.push_back(detail::op_json(*g.op_name(o), g.op_type(o), ins, outs, g.op_phase_of(o), g.op_cost(o), g.op_workspace(o)));
+    const auto impls = g.op_implementations(o);
+    os.push_back(detail::op_json(*g.op_name(o), g.op_type(o), ins, outs, g.op_phase_of(o), g.op_cost(o), g.op_workspace(o),
+                                 g.op_recomputable(o), impls));
   }
   j["tensors"] = std::move(ts);
   j["ops"] = std::move(os);
