@@ -1,4 +1,5 @@
-// memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, stats, dot, place.
+// memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, stats, dot, place,
+// frontier, zoo.
 // Exit codes: 0 ok, 1 invalid plan / infeasible, 2 bad input (unreadable or malformed files, bad
 // options), 3 internal or solver failure. Errors are one line on stderr.
 #include <algorithm>
@@ -27,13 +28,18 @@
 #include <memplan/io/report.hpp>
 #include <memplan/io/svg.hpp>
 
+#include "args.hpp"
 #include "backends.hpp"
+#include "frontier.hpp"
+#include "zoo_cmd.hpp"
 #include "place_csv.hpp"
 #include "policies.hpp"
 
 namespace {
 
 using namespace memplan;
+using cli::check_alignment;
+using cli::parse_bytes;
 
 constexpr const char* version_text = "memplan 0.1.0";
 
@@ -58,38 +64,9 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// "4096", "512KiB", "1.5GiB", "2G" (binary units), "3MB" (decimal).
-std::int64_t parse_bytes(const std::string& text, const std::string& option) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw error(errc::invalid_argument, option + " '" + text + "' is not a size in bytes (e.g. 4096, 512MiB, 1.5GiB)");
-  }
-  std::string unit = text.substr(pos);
-  static const std::map<std::string, double> units{{"", 1},           {"B", 1},          {"K", 1024.0},     {"KiB", 1024.0},
-                                                   {"M", 1048576.0},  {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
-                                                   {"T", 1099511627776.0}, {"TiB", 1099511627776.0},
-                                                   {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
-  auto it = units.find(unit);
-  if (it == units.end())
-    throw error(errc::invalid_argument, option + " '" + text + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
-  const double b = v * it->second;
-  if (!(b >= 0) || b > 9.2e18) throw error(errc::invalid_argument, option + " '" + text + "' is not a size between 0 and 2^63 bytes");
-  if (it->second == 1 && b != static_cast<double>(static_cast<std::int64_t>(b)))
-    throw error(errc::invalid_argument, option + " '" + text + "' is not a whole number of bytes");
-  return static_cast<std::int64_t>(b);
-}
-
-void check_alignment(std::int64_t a) {
-  if (a <= 0 || (a & (a - 1)) != 0)
-    throw error(errc::invalid_argument, "--alignment " + std::to_string(a) + " is not a power of two (e.g. 1, 64, 256)");
-}
-
 // ---- plan ------------------------------------------------------------------------------------------
 struct plan_args {
-  std::string graph, scheduler = "default", placer = "default", capacity, output, svg, report_json, dot;
+  std::string graph, scheduler = "default", placer = "default", checkpointer, capacity, budget, output, svg, report_json, dot;
   double time_limit = -1;
   std::int64_t alignment = 1;
   bool quiet = false, verbose = false;
@@ -100,6 +77,8 @@ int run_plan(const plan_args& a) {
   if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
   const auto sched = schedulers().make(a.scheduler);
   const auto placer = placers().make(a.placer);
+  // With a budget and no checkpointer named, the default one runs.
+  const auto ckpt = checkpointers().make(!a.checkpointer.empty() ? a.checkpointer : a.budget.empty() ? "none" : "default");
   const auto p = io::read_graph(a.graph);
   plan_context ctx;
   if (a.verbose)
@@ -115,8 +94,9 @@ int run_plan(const plan_args& a) {
   ctx.solver = cli::milp_backend();
   std::int64_t capacity = -1;
   if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
+  if (!a.budget.empty()) ctx.budget = parse_bytes(a.budget, "--budget");
   const auto t0 = std::chrono::steady_clock::now();
-  auto mp = memplan::plan(p, sched | placer, ctx);
+  auto mp = memplan::plan(p, sched | ckpt | placer, ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (capacity >= 0 && mp.arena > capacity)
     throw error(errc::infeasible, "the plan needs an arena of " + std::to_string(mp.arena) + " bytes, above --capacity " +
@@ -124,6 +104,8 @@ int run_plan(const plan_args& a) {
   const auto ok = verify(p, mp);
   auto rep = io::make_report(p, mp, secs, ok.ok);
   rep.capacity = capacity;
+  rep.budget = ctx.budget;
+  if (a.checkpointer.empty() && a.budget.empty()) rep.checkpointer.clear();
   if (!a.output.empty()) io::write_plan(a.output, p, mp);
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
   if (!a.svg.empty()) io::write_heap_svg(a.svg, p, mp);
@@ -289,6 +271,10 @@ int main(int argc, char** argv) {
   plan->add_option("--time-limit", pa.time_limit, "seconds for the policies that search (default: each policy's own)");
   plan->add_option("--alignment", pa.alignment, "byte alignment of every tensor offset, a power of two")->capture_default_str();
   plan->add_option("--capacity", pa.capacity, "arena limit in bytes (4096, 512MiB, 1.5GiB); exit 1 when it cannot be met");
+  plan->add_option("--budget", pa.budget,
+                   "memory budget in bytes (same syntax): recompute activations to fit it (the default checkpointer when none is named); "
+                   "exit 1 with the smallest reachable arena and a lower bound when it cannot be met");
+  plan->add_option("--checkpointer", pa.checkpointer, "recomputation policy: " + checkpointers().joined_names() + " (default: none, or default with --budget)");
   plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");
   plan->add_option("--svg", pa.svg, "write an SVG heap map (steps x addresses)");
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
@@ -300,9 +286,10 @@ int main(int argc, char** argv) {
       "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"
       "  memplan plan graph.json --scheduler given --placer greedy_by_size -o plan.json\n"
       "  memplan plan graph.json --alignment 256 --capacity 2GiB --time-limit 10\n"
+      "  memplan plan graph.json --budget 1GiB                      (recompute activations to fit 1 GiB)\n"
       "The report shows the peak of the graph's own (given) order, the planned peak and its reduction, a lower\n"
       "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.\n"
-      "Schedulers:\n" + schedulers().help() +
+      "Schedulers:\n" + schedulers().help() + "Checkpointers:\n" + checkpointers().help() +
       "Placers: " + place_names + " (default: heuristics, then an exact search within --time-limit).");
 
   std::string vgraph, vplan;
@@ -341,6 +328,34 @@ int main(int argc, char** argv) {
   plc->add_option("-o,--output", pout, "write id,lower,upper,size,offset");
   plc->footer("Example:\n  memplan place buffers.csv --placer best_fit -o offsets.csv\n  memplan place A.1048576.csv --capacity 1048576");
 
+  cli::frontier_args fa;
+  auto* fr = app.add_subcommand("frontier", "The memory / recompute-overhead curve: verified plans from no recomputation down to the smallest budget met.");
+  fr->add_option("graph", fa.graph, "graph file (.json or .json.gz)")->required();
+  fr->add_option("--checkpointer", fa.checkpointer, "recomputation policy: " + checkpointers().joined_names())->capture_default_str();
+  fr->add_option("--scheduler", fa.scheduler, "op-ordering policy: " + sched_names)->capture_default_str();
+  fr->add_option("--placer", fa.placer, "offset-placement policy: " + place_names)->capture_default_str();
+  fr->add_option("--points", fa.points, "budgets between the no-recompute arena and the op-local lower bound")->capture_default_str();
+  fr->add_option("--time-limit", fa.time_limit, "seconds for the policies that search (default: each policy's own)");
+  fr->add_option("--alignment", fa.alignment, "byte alignment of every offset, a power of two")->capture_default_str();
+  fr->add_option("-o,--output", fa.output, "write the points as CSV (default: standard output)");
+  fr->add_option("--svg", fa.svg, "write the curve as SVG (arena vs overhead)");
+  fr->add_flag("-v,--verbose", fa.verbose, "print progress on stderr");
+  fr->footer("Example:\n  memplan frontier data/models/resnet50-train-b32.json.gz -o frontier.csv --svg frontier.svg\n"
+             "Columns: budget_bytes (-1: no budget), arena_bytes, peak_bytes, compute_cost, recompute_cost, overhead,\n"
+             "recomputed_ops, checkpointer, plan_seconds.");
+
+  cli::zoo_args za;
+  auto* zoo_cmd = app.add_subcommand("zoo", "Write a generated graph of bench/zoo (the benchmarks' models) in the graph format.");
+  zoo_cmd->add_option("name", za.name, "which graph: " + cli::zoo_names())->required();
+  zoo_cmd->add_option("--depth", za.depth, "resnet / chain: depth (18, 34, 50, 101, 152, 200 or 2 + 3k)")->capture_default_str();
+  zoo_cmd->add_option("--batch", za.batch, "batch size (default: 32 for resnet and chain, 64 for lstm)");
+  zoo_cmd->add_option("--image", za.image, "resnet / chain: image side in pixels")->capture_default_str();
+  zoo_cmd->add_option("--steps", za.steps, "lstm: time steps")->capture_default_str();
+  zoo_cmd->add_option("--layers", za.layers, "random_dag: layers")->capture_default_str();
+  zoo_cmd->add_option("--seed", za.seed, "random_dag: seed")->capture_default_str();
+  zoo_cmd->add_option("-o,--output", za.output, "output file (.json or .json.gz; default: standard output)");
+  zoo_cmd->footer("Examples:\n  memplan zoo resnet --depth 1001 -o resnet1001.json.gz\n  memplan zoo lstm --steps 128 -o lstm.json");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -360,6 +375,8 @@ int main(int argc, char** argv) {
     if (*stats) return run_stats(sgraph, stop, sjson);
     if (*dot) return run_dot(dgraph, dout, dlr);
     if (*plc) return run_place(pin, pcap, pplacer, ptl, pout);
+    if (*fr) return cli::run_frontier(fa);
+    if (*zoo_cmd) return cli::run_zoo(za);
   } catch (const memplan::error& e) {
     std::cerr << "memplan: " << to_string(e.code()) << ": " << one_line(e.what()) << "\n";
     return exit_code(e.code());

@@ -356,8 +356,15 @@ inline json report_to_json(const report& r) {
   j["placer"] = r.placer;
   j["alignment"] = r.alignment;
   j["capacity"] = r.capacity;
+  j["budget"] = r.budget;
   j["steps"] = r.steps;
+  j["compute_cost"] = r.compute_cost;
   j["recompute_cost"] = r.recompute_cost;
+  j["overhead"] = r.overhead;
+  j["recomputed_ops"] = r.recomputed_ops;
+  j["checkpointer"] = r.checkpointer;
+  j["cost_unit"] = r.cost_unit;
+  j["checkpoint_seconds"] = r.checkpoint_seconds;
   j["transfer_bytes"] = r.transfer_bytes;
   j["verified"] = r.verified;
   j["notes"] = r.notes;

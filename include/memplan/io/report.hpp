@@ -25,12 +25,18 @@ struct report {
   double gap = 0.0;                  // (planned_peak - lower_bound) / planned_peak
   double reduction = 0.0;            // (given_peak - planned_peak) / given_peak; 0 when given_peak unknown
   double plan_seconds = 0.0;         // wall time of the whole planning run
-  double schedule_seconds = 0.0, place_seconds = 0.0;
+  double schedule_seconds = 0.0, checkpoint_seconds = 0.0, place_seconds = 0.0;
   std::string scheduler, placer;     // the policies that produced the plan (best_of: the winner)
   std::int64_t alignment = 1;
   std::int64_t capacity = -1;        // arena limit asked for, -1: none
+  std::int64_t budget = -1;          // memory budget asked for (--budget), -1: none
   std::int64_t steps = 0;            // plan steps (compute + recompute + offload + prefetch + free)
-  double recompute_cost = 0.0;
+  double compute_cost = 0.0;         // one training step, each op once (graph cost units, or ops when the graph has none)
+  double recompute_cost = 0.0;       // the recompute steps' cost, same units
+  double overhead = 0.0;             // recompute_cost / compute_cost
+  std::int64_t recomputed_ops = 0;   // recompute steps
+  std::string checkpointer;          // the checkpointer (empty: none)
+  std::string cost_unit;             // what costs measure (graph meta.cost_unit; "units" when the graph has none)
   std::int64_t transfer_bytes = 0;
   bool verified = false;             // memplan::verify accepted the plan
   std::vector<std::string> notes;    // fallbacks, limits hit, in words
@@ -54,11 +60,24 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
   r.plan_seconds = plan_seconds;
   r.schedule_seconds = st.schedule_seconds;
   r.place_seconds = st.place_seconds;
+  r.checkpoint_seconds = st.checkpoint_seconds;
   r.scheduler = st.scheduler;
   r.placer = st.placer;
   r.alignment = mp.alignment;
   r.steps = static_cast<std::int64_t>(mp.steps.size());
-  r.recompute_cost = st.recompute_cost;
+  // Graphs without costs: one unit per op (docs/format.md).
+  bool has_costs = false;
+  for (op_id o = 0; o < p.num_ops() && !has_costs; ++o) has_costs = p.cost(o) > 0;
+  r.cost_unit = has_costs ? (p.cost_unit().empty() ? std::string("graph units") : p.cost_unit()) : std::string("ops");
+  r.compute_cost = has_costs ? st.compute_cost : static_cast<double>(p.num_ops());
+  for (const auto& s : mp.steps)
+    if (s.kind == step_kind::recompute) {
+      ++r.recomputed_ops;
+      if (!has_costs) r.recompute_cost += 1.0;
+    }
+  if (has_costs) r.recompute_cost = st.recompute_cost;
+  r.overhead = r.compute_cost > 0 ? r.recompute_cost / r.compute_cost : 0.0;
+  r.checkpointer = st.checkpointer;
   r.transfer_bytes = st.transfer_bytes;
   r.verified = verified;
   r.notes = st.notes;
@@ -86,8 +105,12 @@ inline std::string percent(double x) {
 // The human report of `memplan plan`.
 inline void print_report(std::ostream& os, const report& r) {
   auto bytes = [](std::int64_t b) { return human_bytes(b) + " (" + std::to_string(b) + " B)"; };
-  char secs[96];
-  std::snprintf(secs, sizeof secs, "%.3f s (schedule %.3f s, place %.3f s)", r.plan_seconds, r.schedule_seconds, r.place_seconds);
+  char secs[128];
+  if (r.checkpoint_seconds > 0)
+    std::snprintf(secs, sizeof secs, "%.3f s (schedule %.3f s, checkpoint %.3f s, place %.3f s)", r.plan_seconds, r.schedule_seconds,
+                  r.checkpoint_seconds, r.place_seconds);
+  else
+    std::snprintf(secs, sizeof secs, "%.3f s (schedule %.3f s, place %.3f s)", r.plan_seconds, r.schedule_seconds, r.place_seconds);
   os << "graph          " << r.graph << ": " << r.ops << " ops, " << r.tensors << " tensors, " << human_bytes(r.total_bytes)
      << " in all, " << human_bytes(r.resident_bytes) << " resident\n";
   if (r.given_peak >= 0) os << "given order    peak " << bytes(r.given_peak) << "\n";
@@ -99,11 +122,19 @@ inline void print_report(std::ostream& os, const report& r) {
   os << "arena          " << bytes(r.arena_bytes) << ", fragmentation " << percent(r.fragmentation) << ", alignment "
      << r.alignment;
   if (r.capacity >= 0) os << ", capacity " << bytes(r.capacity);
+  if (r.budget >= 0) os << ", budget " << bytes(r.budget);
   os << "\n";
-  if (r.recompute_cost > 0 || r.transfer_bytes > 0)
-    os << "overheads      recompute cost " << r.recompute_cost << ", transfers " << bytes(r.transfer_bytes) << "\n";
+  if (r.recomputed_ops > 0 || !r.checkpointer.empty()) {
+    char b[160];
+    std::snprintf(b, sizeof b, "%lld ops recomputed, cost %.6g of %.6g %s per step: %.2f %% overhead", static_cast<long long>(r.recomputed_ops),
+                  r.recompute_cost, r.compute_cost, r.cost_unit.c_str(), 100.0 * r.overhead);
+    os << "recompute      " << b << "\n";
+  }
+  if (r.transfer_bytes > 0) os << "transfers      " << bytes(r.transfer_bytes) << "\n";
   os << "time           " << secs << "\n";
-  os << "policies       scheduler " << r.scheduler << ", placer " << r.placer << "\n";
+  os << "policies       scheduler " << r.scheduler;
+  if (!r.checkpointer.empty()) os << ", checkpointer " << r.checkpointer;
+  os << ", placer " << r.placer << "\n";
   os << "verified       " << (r.verified ? "yes (memplan::verify accepted the plan)" : "no") << "\n";
   for (const auto& n : r.notes) os << "note           " << n << "\n";
 }

@@ -1,0 +1,40 @@
+#pragma once
+// Argument parsing shared by the CLI's subcommands: byte sizes and alignments.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <memplan/base/error.hpp>
+
+namespace memplan::cli {
+
+// "4096", "512KiB", "1.5GiB", "2G" (binary units), "3MB" (decimal).
+inline std::int64_t parse_bytes(const std::string& text, const std::string& option) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw error(errc::invalid_argument, option + " '" + text + "' is not a size in bytes (e.g. 4096, 512MiB, 1.5GiB)");
+  }
+  std::string unit = text.substr(pos);
+  static const std::map<std::string, double> units{{"", 1},           {"B", 1},          {"K", 1024.0},     {"KiB", 1024.0},
+                                                   {"M", 1048576.0},  {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
+                                                   {"T", 1099511627776.0}, {"TiB", 1099511627776.0},
+                                                   {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
+  auto it = units.find(unit);
+  if (it == units.end())
+    throw error(errc::invalid_argument, option + " '" + text + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  const double b = v * it->second;
+  if (!(b >= 0) || b > 9.2e18) throw error(errc::invalid_argument, option + " '" + text + "' is not a size between 0 and 2^63 bytes");
+  if (it->second == 1 && b != static_cast<double>(static_cast<std::int64_t>(b)))
+    throw error(errc::invalid_argument, option + " '" + text + "' is not a whole number of bytes");
+  return static_cast<std::int64_t>(b);
+}
+
+inline void check_alignment(std::int64_t a) {
+  if (a <= 0 || (a & (a - 1)) != 0)
+    throw error(errc::invalid_argument, "--alignment " + std::to_string(a) + " is not a power of two (e.g. 1, 64, 256)");
+}
+
+}  // namespace memplan::cli

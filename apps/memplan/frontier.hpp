@@ -1,0 +1,71 @@
+#pragma once
+// `memplan frontier GRAPH [--checkpointer NAME] [--points N] -o FRONTIER.csv [--svg PLOT.svg]`: the
+// memory / recompute-overhead curve (remat::frontier), every point a verified plan.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <memplan/io/chart.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/io/report.hpp>
+#include <memplan/remat/frontier.hpp>
+
+#include "backends.hpp"
+#include "policies.hpp"
+
+namespace memplan::cli {
+
+struct frontier_args {
+  std::string graph, checkpointer = "default", scheduler = "default", placer = "default", output, svg;
+  std::int32_t points = 12;
+  double time_limit = -1;
+  std::int64_t alignment = 1;
+  bool verbose = false;
+};
+
+inline int run_frontier(const frontier_args& a) {
+  if (a.points < 2) throw error(errc::invalid_argument, "--points must be at least 2");
+  const auto sched = schedulers().make(a.scheduler);
+  const auto ckpt = checkpointers().make(a.checkpointer);
+  const auto placer = placers().make(a.placer);
+  const auto p = io::read_graph(a.graph);
+  plan_context ctx;
+  ctx.alignment = a.alignment;
+  ctx.time_limit_s = a.time_limit;
+  ctx.solver = milp_backend();
+  if (a.verbose)
+    ctx.progress = [](const progress_event& e) {
+      std::cerr << "[" << e.seconds << " s] " << e.policy << ": " << e.message << " (arena " << io::human_bytes(e.best) << ")\n";
+    };
+  const auto pts = remat::frontier(p, sched, ckpt, placer, {.points = a.points}, ctx);
+  std::ostream* os = &std::cout;
+  std::ofstream file;
+  if (!a.output.empty() && a.output != "-") {
+    file.open(a.output);
+    if (!file) throw error(errc::io_error, "cannot write '" + a.output + "'");
+    os = &file;
+  }
+  *os << "budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds\n";
+  for (const auto& f : pts)
+    *os << f.budget << "," << f.arena << "," << f.peak << "," << f.compute_cost << "," << f.recompute_cost << "," << f.overhead << ","
+        << f.recomputed_ops << "," << f.checkpointer << "," << f.seconds << "\n";
+  if (!a.svg.empty()) {
+    io::chart_series s{a.checkpointer, {}, "#e15759"};
+    auto sorted = pts;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.overhead < y.overhead; });
+    for (const auto& f : sorted) s.points.emplace_back(100.0 * f.overhead, static_cast<double>(f.arena) / 1048576.0);
+    io::write_line_chart_svg(a.svg, {s},
+                             {.title = p.name() + ": memory vs recomputation", .x_label = "recompute overhead (% of one step)",
+                              .y_label = "arena (MiB)"});
+  }
+  if (os != &std::cout) {
+    const auto least = *std::min_element(pts.begin(), pts.end(), [](const auto& x, const auto& y) { return x.arena < y.arena; });
+    std::cout << a.graph << ": " << pts.size() << " verified plans, arena " << io::human_bytes(pts.front().arena)
+              << " without recomputation down to " << io::human_bytes(least.arena) << " at " << 100.0 * least.overhead
+              << " % overhead; wrote " << a.output << "\n";
+  }
+  return 0;
+}
+
+}  // namespace memplan::cli

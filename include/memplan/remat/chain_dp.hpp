@@ -1,0 +1,60 @@
+#pragma once
+// remat::chain_dp -- the optimal checkpointing of a heterogeneous chain by dynamic programming (as in
+// rotor, Beaumont, Eyraud-Dubois, Herrmann, Joly, Shilova 2019): each segment of the forward chain has
+// its own forward cost and each cut its own size; under a byte budget for checkpoints (discretised
+// into `slots` units), the DP (remat/chain.hpp, chain_dp_table) picks which cuts to keep during the
+// forward pass and during each recomputation so that the total recompute cost is least. Applied to
+// general graphs through their chain of articulation points (remat/segments.hpp); the budget is
+// searched so that the real plan (every value, every workspace) meets the memory target at the least
+// cost. Chains longer than `max_points` cuts use every k-th cut as a candidate.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/remat/chain.hpp>
+#include <memplan/remat/chen.hpp>
+#include <memplan/remat/detail.hpp>
+
+namespace memplan::remat {
+
+struct chain_dp {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  std::int32_t slots = 64;       // budget units of the DP
+  std::int32_t max_points = 64;  // candidate cuts at most
+  [[nodiscard]] std::string name() const { return "chain_dp"; }
+
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    detail::chain_setup su(p, tl, false, 0.0);
+    const auto m = static_cast<std::int32_t>(su.c.cuts.size());
+    if (m == 0) {
+      tl.stages.push_back({kind, name(), 0.0, "chain_dp: nothing recomputed: the forward pass has no articulation point to split at"});
+      return tl;
+    }
+    std::int64_t cut_bytes = 0;
+    for (auto s : su.c.cuts) cut_bytes += p.storage_bytes(s);
+    std::vector<detail::candidate> cs;
+    // Budgets from nothing to every cut: the DP decides within each; the real plan decides among them.
+    for (double f : {0.0, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2, 3.0 / 4, 1.0}) {
+      const auto B = static_cast<std::int64_t>(f * static_cast<double>(cut_bytes));
+      const auto table = std::make_shared<const detail::chain_dp_table>(su.c, p, std::max<std::int64_t>(B, 1), f == 0 ? 1 : slots, max_points);
+      detail::split_policy<detail::dp_split> pol(p, su.c, su.e, detail::dp_split{m, table});
+      detail::candidate cand{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+      cand.cost = detail::recompute_cost(su.e, cand.tl);
+      cand.what = "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)";
+      cs.push_back(std::move(cand));
+    }
+    const auto k = detail::choose(cs, detail::target_of(ctx));
+    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " budgets tried");
+  }
+};
+
+static_assert(timeline_stage<chain_dp>);
+
+}  // namespace memplan::remat

@@ -1,0 +1,66 @@
+#pragma once
+// remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named:
+// the best plan of the solver-free checkpointers within a time budget. They run in the order they
+// usually pay off (greedy's fine-grained eviction first, then Chen's segments with and without the
+// cheap-results rule, then the chain DP and revolve) while time is left; the winner is the first plan
+// that meets the memory target at the least recompute cost (best_of's rule for checkpointers), and
+// without a target the timeline is returned unchanged. Deterministic in deterministic mode (all run).
+#include <string>
+#include <vector>
+
+#include <memplan/base/deadline.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/remat/chain_dp.hpp>
+#include <memplan/remat/chen.hpp>
+#include <memplan/remat/detail.hpp>
+#include <memplan/remat/greedy.hpp>
+#include <memplan/remat/revolve.hpp>
+
+namespace memplan::remat {
+
+struct default_checkpointer {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  double time_limit_s = 1.0;  // for the whole search (each member runs to completion once started)
+  [[nodiscard]] std::string name() const { return "default"; }
+
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto target = detail::target_of(ctx);
+    if (target == std::numeric_limits<std::int64_t>::max() || tl.peak <= target) {
+      tl.stages.push_back({kind, name(), 0.0, "default: the peak meets the target (or there is none): nothing recomputed"});
+      return tl;
+    }
+    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    ::memplan::remat::detail::engine e(p, tl);
+    std::vector<detail::candidate> cs;
+    std::string tried;
+    auto consider = [&](auto stage) {
+      if (!cs.empty() && clock.expired()) return;
+      auto out = stage.run(p, tl, ctx);
+      detail::candidate c{std::move(out), 0.0, {}};
+      c.cost = detail::recompute_cost(e, c.tl);
+      c.what = c.tl.stages.empty() ? stage.name() : c.tl.stages.back().note;
+      tried += (tried.empty() ? "" : ", ") + stage.name() + "=" + std::to_string(c.tl.peak) + "/" + std::to_string(c.cost);
+      cs.push_back(std::move(c));
+    };
+    consider(greedy{});
+    consider(chen_budget{.drop_cheap = true});
+    consider(chen_budget{});
+    consider(chain_dp{});
+    consider(revolve{});
+    const auto k = detail::choose(cs, target);
+    auto out = std::move(cs[k].tl);
+    auto winner = out.stages.back();
+    out.stages.pop_back();
+    winner.name = "default(" + winner.name + ")";
+    winner.note = "default: " + tried + "; chose " + winner.note;
+    out.stages.push_back(std::move(winner));
+    return out;
+  }
+};
+
+static_assert(timeline_stage<default_checkpointer>);
+
+}  // namespace memplan::remat

@@ -1,0 +1,411 @@
+#pragma once
+// The rematerialization engine every checkpointer of remat/ drives: it replays the fixed order of a
+// timeline's compute steps and writes a new timeline in which values may be freed early and
+// recomputed just in time. A policy steers it with three decisions:
+//
+//   drop(s, pos)        after the scheduled use of storage s at position pos: free it now although it
+//                       is used again later (Chen's dropped results, §4.1); it is recomputed before
+//                       its next use;
+//   keep(s, pos, need)  after a recomputation burst before the op at position pos, started because
+//                       storage `need` was missing: keep storage s, recomputed in that burst, until
+//                       its next use (true), or free it now (false); a policy may also define
+//                       begin_burst(need, pos), called before the burst runs;
+//   evict               when `target` is set: before an op or recompute would push the live bytes above
+//                       it, free the live storage with the lowest DTR-style score
+//                       recompute cost / (bytes x steps to its next use) (Kirisame et al., DTR),
+//                       knowing the exact next use since the order is fixed.
+//
+// Recomputation is just in time and recursive: before an op runs, every tensor it reads (and every
+// in-place base it writes) must be on the device holding that value; a missing one is recomputed
+// from its producer, whose missing inputs are recomputed first (in topological order, each op once
+// per burst). A value is only dropped or evicted when it can be recomputed later: `until[t]` is the
+// static bound below which t can be recreated from the resident storages alone (its producer is
+// recomputable, no in-place write has overwritten what it needs, ...).
+//
+// Cost: O(steps + uses) for the replay, plus the bursts (each op at most once per burst) and, with a
+// target, O(live) per eviction.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <memplan/base/error.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/timeline.hpp>
+
+namespace memplan::remat {
+
+// What the engine reports beside the timeline.
+struct engine_stats {
+  std::int64_t recomputed_ops = 0;
+  double recompute_cost = 0.0;
+  std::int64_t drops = 0, evictions = 0, bursts = 0;
+  bool target_missed = false;  // some op could not be brought under the target
+};
+
+// The default policy: drop nothing, keep what a burst recomputed until its next use.
+struct keep_all {
+  [[nodiscard]] bool drop(storage_id, std::int32_t) const { return false; }
+  [[nodiscard]] bool keep(storage_id, std::int32_t, storage_id) const { return true; }
+};
+
+// The cost an engine charges for an op: its cost, or one unit when the graph gives none.
+inline double op_cost_or_unit(const problem& p, op_id o) {
+  double any = 0;
+  for (op_id q = 0; q < p.num_ops() && any == 0; ++q) any = p.cost(q);
+  return any > 0 ? p.cost(o) : 1.0;
+}
+
+namespace detail {
+
+inline constexpr std::int32_t never = std::numeric_limits<std::int32_t>::max();
+
+class engine {
+ public:
+  engine(const problem& p, const timeline& in) : p_(p) {
+    order_ = in.order();
+    const auto n = static_cast<std::int32_t>(order_.size());
+    const auto ns = static_cast<std::size_t>(p.num_storages());
+    pos_.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    for (std::int32_t i = 0; i < n; ++i) pos_[static_cast<std::size_t>(order_[static_cast<std::size_t>(i)])] = i;
+    // Uses of each storage in positions (scheduled reads and writes), sorted.
+    uses_.assign(ns, {});
+    for (std::int32_t i = 0; i < n; ++i)
+      for (auto s : p.touched(order_[static_cast<std::size_t>(i)])) uses_[static_cast<std::size_t>(s)].push_back(i);
+    next_.assign(ns, 0);
+    // Costs: one unit per op when the graph gives none.
+    bool any_cost = false;
+    for (op_id o = 0; o < p.num_ops() && !any_cost; ++o) any_cost = p.cost(o) > 0;
+    cost_.assign(static_cast<std::size_t>(p.num_ops()), 1.0);
+    if (any_cost)
+      for (op_id o = 0; o < p.num_ops(); ++o) cost_[static_cast<std::size_t>(o)] = p.cost(o);
+    compute_until();
+  }
+
+  [[nodiscard]] const std::vector<op_id>& order() const noexcept { return order_; }
+  [[nodiscard]] std::int32_t position(op_id o) const { return pos_[static_cast<std::size_t>(o)]; }
+  [[nodiscard]] const std::vector<std::int32_t>& uses(storage_id s) const { return uses_[static_cast<std::size_t>(s)]; }
+  [[nodiscard]] double cost(op_id o) const { return cost_[static_cast<std::size_t>(o)]; }
+  // Below this position, tensor t can be recomputed when it is not on the device (0: never).
+  [[nodiscard]] std::int32_t until(tensor_id t) const { return recreate_[static_cast<std::size_t>(t)]; }
+  // May storage s be freed now (at position `now`) and recreated for its next use?
+  [[nodiscard]] bool droppable(storage_id s, std::int32_t next_use) const {
+    if (p_.resident(s) || p_.live_to_end(s) || p_.preexisting(s) || p_.storage_bytes(s) == 0) return false;
+    const auto h = holds_.empty() ? p_.storage_root(s) : tensor_id(holds_[static_cast<std::size_t>(s)]);
+    return next_use < until(h);
+  }
+  // Live state, for policies that look at it.
+  [[nodiscard]] bool on_device(storage_id s) const { return on_[static_cast<std::size_t>(s)] != 0; }
+  [[nodiscard]] std::int64_t live_bytes() const noexcept { return live_; }
+  [[nodiscard]] std::int32_t next_use(storage_id s, std::int32_t after) const {
+    const auto& u = uses_[static_cast<std::size_t>(s)];
+    auto it = std::upper_bound(u.begin(), u.end(), after);
+    return it == u.end() ? never : *it;
+  }
+
+  // Replays the order under `pol`, evicting above `target` when `evict` is set.
+  template <class Policy>
+  timeline run(Policy& pol, std::int64_t target, bool evict, engine_stats* stats = nullptr) {
+    init_state();
+    target_ = target;
+    evict_ = evict;
+    st_ = {};
+    const auto n = static_cast<std::int32_t>(order_.size());
+    for (std::int32_t i = 0; i < n; ++i) {
+      now_ = i;
+      const auto o = order_[static_cast<std::size_t>(i)];
+      // Pins: what o reads or writes (counted, so that bursts can add and remove their own).
+      for (auto s : pinned_) --pin_[static_cast<std::size_t>(s)];
+      pinned_.clear();
+      for (auto t : required(o)) pinned_.push_back(p_.storage_of(t));
+      for (auto t : p_.outputs(o)) pinned_.push_back(p_.storage_of(t));
+      for (auto s : pinned_) ++pin_[static_cast<std::size_t>(s)];
+      // 1. Everything o reads is on the device (a burst of recomputes when not).
+      std::vector<storage_id> burst_made;
+      storage_id need = no_id;
+      for (auto t : required(o))
+        if (!readable(t)) {
+          if (need == no_id) {
+            need = p_.storage_of(t);
+            if constexpr (requires { pol.begin_burst(need, i); }) pol.begin_burst(need, i);
+          }
+          burst(t, burst_made, pol, need);
+        }
+      // After the burst: keep what the policy keeps (and what o needs), free the rest.
+      for (auto s : burst_made) {
+        if (!on_device(s)) continue;
+        if (pinned(s)) continue;
+        const auto nu = next_use(s, i - 1);
+        if (nu == never || (droppable(s, nu) && !pol.keep(s, i, need))) free(s);
+      }
+      // 2. Room for o's new outputs and workspace.
+      make_room(new_bytes(o) + p_.workspace(o));
+      // 3. Run it.
+      emit_op(step_kind::compute, o);
+      // 4. Frees: storages o touched whose last use this was, and the policy's drops.
+      for (auto s : p_.touched(o)) {
+        const auto su = static_cast<std::size_t>(s);
+        while (next_[su] < uses_[su].size() && uses_[su][next_[su]] <= i) ++next_[su];
+        if (!on_device(s)) continue;
+        const auto nu = next_[su] < uses_[su].size() ? uses_[su][next_[su]] : never;
+        if (nu == never) {
+          if (!p_.resident(s) && !p_.live_to_end(s)) free(s);
+        } else if (droppable(s, nu) && pol.drop(s, i)) {
+          free(s);
+          ++st_.drops;
+        }
+      }
+      // Preexisting storages nobody uses live while the first op runs, and only then.
+      if (i == 0)
+        for (storage_id s = 0; s < p_.num_storages(); ++s)
+          if (p_.live_at_start_only(s)) free(s);
+    }
+    // Outputs of recomputes that nobody needs were freed already; preexisting inputs freed after their last use.
+    timeline out;
+    out.steps = std::move(steps_);
+    out.stages = {};
+    relink(p_, out);
+    if (stats) *stats = st_;
+    return out;
+  }
+
+  // Tensors an op reads or overwrites in place: its inputs and the bases of its in-place outputs.
+  [[nodiscard]] std::vector<tensor_id> required(op_id o) const {
+    std::vector<tensor_id> r(p_.inputs(o).begin(), p_.inputs(o).end());
+    for (auto t : p_.outputs(o))
+      if (p_.inplace_of(t) != no_id && std::find(r.begin(), r.end(), p_.inplace_of(t)) == r.end()) r.push_back(p_.inplace_of(t));
+    return r;
+  }
+
+ private:
+  // ---- static: until when each tensor can be recreated, and read ----
+  // recreate_[t]: below this position t can be recomputed from scratch (its producer recomputable,
+  //   everything that producer needs readable or recreatable then, no other output of it overwritten
+  //   in place); 0 for tensors without a recomputable producer.
+  // avail_[t]: below this position t is either on the device holding its value or recreatable: a
+  //   storage that is never dropped stays until its last use, and one that is dropped or evicted is
+  //   only dropped while it can be recreated for its next use.
+  void compute_until() {
+    const auto nt = static_cast<std::size_t>(p_.num_tensors());
+    const auto n = static_cast<std::int32_t>(order_.size());
+    std::vector<std::int32_t> overwritten(nt, never);  // where t's in-place successor is written
+    for (tensor_id t = 0; t < p_.num_tensors(); ++t) {
+      const auto base = p_.inplace_of(t);
+      if (base != no_id && p_.producer(t) != no_id)
+        overwritten[static_cast<std::size_t>(base)] = pos_[static_cast<std::size_t>(p_.producer(t))];
+    }
+    auto last_use = [&](tensor_id t) {
+      const auto s = p_.storage_of(t);
+      if (p_.resident(s) || p_.live_to_end(s)) return n;
+      const auto& u = uses_[static_cast<std::size_t>(s)];
+      return u.empty() ? 0 : u.back();
+    };
+    recreate_.assign(nt, 0);
+    avail_.assign(nt, 0);
+    auto set_avail = [&](tensor_id t) {
+      const auto tu = static_cast<std::size_t>(t);
+      avail_[tu] = std::max(recreate_[tu], std::min(overwritten[tu], last_use(t) + 1));
+    };
+    for (tensor_id t = 0; t < p_.num_tensors(); ++t)
+      if (p_.producer(t) == no_id) set_avail(t);
+    for (auto q : order_) {
+      std::int32_t u = p_.recomputable(q) ? never : 0;
+      for (auto t : p_.outputs(q))
+        if (p_.inplace_of(t) == no_id) u = std::min(u, overwritten[static_cast<std::size_t>(t)]);
+      for (auto r : required(q)) {
+        bool is_base = false;
+        for (auto t : p_.outputs(q)) is_base |= p_.inplace_of(t) == r;
+        const auto ru = static_cast<std::size_t>(r);
+        // An in-place base may be recreated into its storage and overwritten at once; any other input
+        // must still hold its value (its storage cannot hold two versions).
+        u = std::min(u, is_base ? avail_[ru] : std::min(avail_[ru], overwritten[ru]));
+      }
+      for (auto t : p_.outputs(q)) {
+        recreate_[static_cast<std::size_t>(t)] = u;
+        set_avail(t);
+      }
+    }
+  }
+
+  // ---- state ----
+  void init_state() {
+    const auto ns = static_cast<std::size_t>(p_.num_storages());
+    on_.assign(ns, 0);
+    holds_.assign(ns, no_id);
+    std::fill(next_.begin(), next_.end(), 0);
+    steps_.clear();
+    victims_.clear();
+    in_victims_.assign(ns, 0);
+    pin_.assign(ns, 0);
+    pinned_.clear();
+    live_ = 0;
+    for (storage_id s = 0; s < p_.num_storages(); ++s)
+      if (p_.preexisting(s)) {
+        on_[static_cast<std::size_t>(s)] = 1;
+        holds_[static_cast<std::size_t>(s)] = p_.storage_root(s);
+        live_ += p_.storage_bytes(s);
+      }
+  }
+  [[nodiscard]] bool readable(tensor_id t) const {
+    const auto s = static_cast<std::size_t>(p_.storage_of(t));
+    return on_[s] && holds_[s] == t;
+  }
+  [[nodiscard]] std::int64_t new_bytes(op_id o) const {
+    std::int64_t b = 0;
+    for (auto t : p_.outputs(o)) {
+      const auto s = p_.storage_of(t);
+      if (p_.inplace_of(t) == no_id && !on_device(s)) b += p_.storage_bytes(s);
+    }
+    return b;
+  }
+  void emit_op(step_kind k, op_id o) {
+    step st{k, o};
+    steps_.push_back(st);
+    for (auto t : p_.outputs(o)) {
+      const auto s = static_cast<std::size_t>(p_.storage_of(t));
+      if (p_.inplace_of(t) != no_id) {
+        if (k == step_kind::recompute && on_[s] && holds_[s] == t) continue;
+        holds_[s] = t;
+        continue;
+      }
+      if (on_[s]) continue;  // a recompute leaves a live output as it is
+      on_[s] = 1;
+      holds_[s] = t;
+      live_ += p_.storage_bytes(p_.storage_of(t));
+      if (!in_victims_[s]) {
+        in_victims_[s] = 1;
+        victims_.push_back(static_cast<storage_id>(static_cast<std::int32_t>(s)));
+      }
+    }
+    if (k == step_kind::recompute) {
+      ++st_.recomputed_ops;
+      st_.recompute_cost += cost(o);
+    }
+  }
+  void free(storage_id s) {
+    const auto su = static_cast<std::size_t>(s);
+    if (!on_[su]) return;
+    steps_.push_back({step_kind::free, p_.storage_root(s)});
+    on_[su] = 0;
+    live_ -= p_.storage_bytes(s);
+  }
+
+  // ---- recomputation bursts ----
+  // Recomputes what is needed for tensor t to be readable; the storages it puts on the device are
+  // appended to `made` (for the caller's keep/free decision).
+  template <class Policy>
+  void burst(tensor_id t, std::vector<storage_id>& made, Policy& pol, storage_id need) {
+    std::vector<op_id> ops;
+    std::vector<std::uint8_t> seen(static_cast<std::size_t>(p_.num_ops()), 0);
+    collect(t, ops, seen);
+    if (ops.empty()) return;
+    ++st_.bursts;
+    // Within the burst, a value is needed until the last burst op that reads it.
+    std::vector<std::int32_t> last_need(static_cast<std::size_t>(p_.num_storages()), -1);
+    for (std::size_t k = 0; k < ops.size(); ++k)
+      for (auto r : required(ops[k])) last_need[static_cast<std::size_t>(p_.storage_of(r))] = static_cast<std::int32_t>(k);
+    std::vector<std::uint8_t> made_here(static_cast<std::size_t>(p_.num_storages()), 0);
+    // Pin what the burst still needs (released op by op).
+    for (auto q : ops)
+      for (auto r : required(q)) ++pin_[static_cast<std::size_t>(p_.storage_of(r))];
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const auto q = ops[k];
+      for (auto x : p_.outputs(q)) ++pin_[static_cast<std::size_t>(p_.storage_of(x))];
+      make_room(new_bytes(q) + p_.workspace(q));
+      for (auto x : p_.outputs(q)) --pin_[static_cast<std::size_t>(p_.storage_of(x))];
+      for (auto x : p_.outputs(q)) {
+        const auto s = p_.storage_of(x);
+        if (p_.inplace_of(x) == no_id && !on_device(s)) {
+          made.push_back(s);
+          made_here[static_cast<std::size_t>(s)] = 1;
+        }
+      }
+      emit_op(step_kind::recompute, q);
+      for (auto r : required(q)) --pin_[static_cast<std::size_t>(p_.storage_of(r))];
+      // Values made in this burst and needed by no later burst op nor the op being prepared: freed
+      // now unless the policy keeps them for their next use.
+      for (auto r : required(q)) {
+        const auto s = p_.storage_of(r);
+        const auto su = static_cast<std::size_t>(s);
+        if (last_need[su] != static_cast<std::int32_t>(k) || !made_here[su] || pinned(s) || !on_device(s)) continue;
+        const auto nu = next_use(s, now_ - 1);
+        if (nu == never || (droppable(s, nu) && !pol.keep(s, now_, need))) free(s);
+      }
+    }
+  }
+  void collect(tensor_id t, std::vector<op_id>& ops, std::vector<std::uint8_t>& seen) {
+    if (readable(t)) return;
+    const auto q = p_.producer(t);
+    const auto st = static_cast<std::size_t>(p_.storage_of(t));
+    if (q == no_id || now_ >= until(t) || (on_[st] && p_.inplace_of(t) == no_id))
+      throw error(errc::runtime_error, "remat engine: tensor '" + p_.tensor_name(t) + "' is needed at step " + std::to_string(now_) +
+                                           " but can no longer be recomputed (internal error of the policy's drops)");
+    if (seen[static_cast<std::size_t>(q)]) return;
+    for (auto r : required(q)) collect(r, ops, seen);
+    if (seen[static_cast<std::size_t>(q)]) return;
+    seen[static_cast<std::size_t>(q)] = 1;
+    ops.push_back(q);
+  }
+
+  // ---- eviction under the target ----
+  [[nodiscard]] bool pinned(storage_id s) const { return pin_[static_cast<std::size_t>(s)] > 0; }
+  void make_room(std::int64_t need) {
+    if (!evict_ || target_ == std::numeric_limits<std::int64_t>::max()) {
+      if (live_ + need > target_) st_.target_missed = true;
+      return;
+    }
+    if (live_ + need <= target_) return;
+    // Candidates: live storages that may be dropped, scored once for this decision.
+    struct cand { double score; storage_id s; };
+    std::vector<cand> cs;
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < victims_.size(); ++r) {
+      const auto s = victims_[r];
+      const auto su = static_cast<std::size_t>(s);
+      if (!on_[su]) { in_victims_[su] = 0; continue; }  // freed since: compact
+      victims_[w++] = s;
+      if (pin_[su] > 0) continue;
+      const auto nu = next_use(s, now_ - 1);
+      if (nu == never || !droppable(s, nu)) continue;
+      // DTR: the cheapest to bring back per byte-step of memory freed; bringing it back also needs
+      // its producer's inputs that are gone now.
+      const auto h = tensor_id(holds_[su]);
+      const auto q = p_.producer(h);
+      double c = cost(q);
+      for (auto r2 : required(q))
+        if (!readable(r2) && p_.producer(r2) != no_id) c += cost(p_.producer(r2));
+      cs.push_back({(c + 1e-12) / (static_cast<double>(p_.storage_bytes(s)) * static_cast<double>(nu - now_ + 1)), s});
+    }
+    victims_.resize(w);
+    std::sort(cs.begin(), cs.end(), [](const cand& a, const cand& b) { return a.score != b.score ? a.score < b.score : a.s < b.s; });
+    for (const auto& c : cs) {
+      if (live_ + need <= target_) break;
+      free(c.s);
+      ++st_.evictions;
+    }
+    if (live_ + need > target_) st_.target_missed = true;
+  }
+
+  const problem& p_;
+  std::vector<op_id> order_;
+  std::vector<std::int32_t> pos_;
+  std::vector<std::vector<std::int32_t>> uses_;
+  std::vector<std::size_t> next_;
+  std::vector<double> cost_;
+  std::vector<std::int32_t> recreate_, avail_;
+  // replay state
+  std::vector<std::uint8_t> on_;
+  std::vector<std::int32_t> holds_;
+  std::vector<step> steps_;
+  std::vector<storage_id> pinned_, victims_;
+  std::vector<std::uint8_t> in_victims_;
+  std::vector<std::int32_t> pin_;  // storages the current op and burst still need
+  std::int64_t live_ = 0, target_ = std::numeric_limits<std::int64_t>::max();
+  bool evict_ = false;
+  std::int32_t now_ = 0;
+  engine_stats st_;
+};
+
+}  // namespace detail
+}  // namespace memplan::remat

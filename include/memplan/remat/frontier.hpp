@@ -1,0 +1,106 @@
+#pragma once
+// remat::frontier -- the memory / recompute-overhead trade-off curve of a graph: verified plans at
+// budgets from the no-recompute arena down to the smallest budget the pipeline can meet (found by
+// bisection after the first budget it cannot), each point a memplan::plan with that budget.
+//
+//   auto pts = remat::frontier(p, schedule::default_scheduler{}, remat::default_checkpointer{},
+//                              place::default_placer{}, {.points = 12});
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <memplan/base/error.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/remat/none.hpp>
+
+namespace memplan::remat {
+
+struct frontier_point {
+  std::int64_t budget = -1;       // -1: the no-recompute plan
+  std::int64_t arena = 0, peak = 0;
+  double compute_cost = 0, recompute_cost = 0, overhead = 0;  // overhead = recompute / compute cost
+  std::int64_t recomputed_ops = 0;
+  std::string checkpointer;
+  double seconds = 0;
+};
+
+struct frontier_options {
+  std::int32_t points = 12;     // budgets between the no-recompute arena and the op-local bound
+  std::int32_t bisections = 6;  // refining the smallest feasible budget
+};
+
+template <stage Scheduler, stage Checkpointer, stage Placer>
+std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, const Checkpointer& ckpt, const Placer& placer,
+                                     const frontier_options& fo = {}, plan_context ctx = {}) {
+  if (fo.points < 2) throw error(errc::invalid_argument, "remat::frontier: at least 2 points");
+  ctx.cache = ctx.cache_for(p);
+  const auto progress = ctx.progress;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  bool any_cost = false;
+  for (op_id o = 0; o < p.num_ops() && !any_cost; ++o) any_cost = p.cost(o) > 0;
+  auto point_of = [&](const memory_plan& mp, std::int64_t budget, double secs) {
+    frontier_point f;
+    f.budget = budget;
+    f.arena = mp.arena;
+    f.peak = mp.peak;
+    f.compute_cost = any_cost ? mp.stats.compute_cost : static_cast<double>(p.num_ops());
+    for (const auto& s : mp.steps)
+      if (s.kind == step_kind::recompute) ++f.recomputed_ops;
+    f.recompute_cost = any_cost ? mp.stats.recompute_cost : static_cast<double>(f.recomputed_ops);
+    f.overhead = f.compute_cost > 0 ? f.recompute_cost / f.compute_cost : 0.0;
+    f.checkpointer = mp.stats.checkpointer;
+    f.seconds = secs;
+    return f;
+  };
+  auto timed_plan = [&](std::int64_t budget) {
+    plan_context c = ctx;
+    c.budget = budget;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto mp = plan(p, sched | ckpt | placer, c);
+    return point_of(mp, budget, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+  std::vector<frontier_point> out;
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto mp = plan(p, sched | none{} | placer, ctx);
+    out.push_back(point_of(mp, -1, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  }
+  const double top = static_cast<double>(out.front().arena);
+  const double floor = static_cast<double>(std::max<std::int64_t>(1, ctx.cache->op_local()));
+  report(progress, "frontier", "no-recompute plan", elapsed(), out.front().arena, static_cast<std::int64_t>(floor));
+  std::int64_t last_ok = out.front().arena, first_bad = -1;
+  for (std::int32_t k = 1; k < fo.points; ++k) {
+    const auto b = static_cast<std::int64_t>(top * std::pow(floor / top, static_cast<double>(k) / (fo.points - 1)));
+    if (b >= last_ok) continue;
+    try {
+      out.push_back(timed_plan(b));
+      last_ok = b;
+      report(progress, "frontier", "budget met", elapsed(), out.back().arena, static_cast<std::int64_t>(floor));
+    } catch (const error& e) {
+      if (e.code() != errc::infeasible) throw;
+      first_bad = b;
+      break;
+    }
+  }
+  // The smallest budget met: bisection between the last met and the first missed.
+  for (std::int32_t i = 0; first_bad >= 0 && i < fo.bisections && last_ok - first_bad > 1; ++i) {
+    const auto mid = first_bad + (last_ok - first_bad) / 2;
+    try {
+      out.push_back(timed_plan(mid));
+      last_ok = mid;
+    } catch (const error& e) {
+      if (e.code() != errc::infeasible) throw;
+      first_bad = mid;
+    }
+    report(progress, "frontier", "bisecting the smallest budget", elapsed(), last_ok, static_cast<std::int64_t>(floor));
+  }
+  return out;
+}
+
+}  // namespace memplan::remat
