@@ -43,8 +43,12 @@ struct chain_dp {
     // Budgets from nothing to every cut: the DP decides within each; the real plan decides among them.
     for (double f : {0.0, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2, 3.0 / 4, 1.0}) {
       const auto B = static_cast<std::int64_t>(f * static_cast<double>(cut_bytes));
-      const auto table = std::make_shared<const detail::chain_dp_table>(su.c, p, std::max<std::int64_t>(B, 1), f == 0 ? 1 : slots, max_points);
-      detail::split_policy<detail::dp_split> pol(p, su.c, su.e, detail::dp_split{m, table});
+      const auto unit = std::max<std::int64_t>(1, (B + slots - 1) / slots);
+      std::vector<std::int32_t> units;
+      for (auto s : su.c.cuts)
+        units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (p.storage_bytes(s) + unit - 1) / unit)));
+      const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points);
+      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
       detail::candidate cand{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
       cand.cost = detail::recompute_cost(su.e, cand.tl);
       cand.what = "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)";

@@ -2,9 +2,10 @@
 // remat::revolve -- binomial checkpointing (Griewank & Walther, "Algorithm 799: revolve"), provably
 // optimal on homogeneous chains: with c snapshots, every advance from a snapshot is the one that
 // minimises the number of recomputed steps. Applied to the forward chain of a training step
-// (remat/segments.hpp), one step per segment. snapshots < 0: the fewest recomputations that meet the
-// memory target (every c is tried); without a target, the fewest snapshots that keep the peak lowest.
+// (remat/segments.hpp), one step per segment. snapshots < 0: under a memory target, the most snapshots
+// whose plan meets it (bisection: more snapshots, less recomputation); without one, ceil(log2 n).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -25,6 +26,7 @@ struct revolve {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   std::int32_t snapshots = -1;     // checkpoints besides the chain's input; < 0: chosen for the target
   std::int32_t max_snapshots = 64;  // the search's upper end
+  std::int32_t max_points = 128;    // longer chains: every k-th cut is a candidate
   [[nodiscard]] std::string name() const { return "revolve"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
@@ -34,16 +36,35 @@ struct revolve {
       tl.stages.push_back({kind, name(), 0.0, "revolve: nothing recomputed: the forward pass has no articulation point to split at"});
       return tl;
     }
-    const auto cmax = snapshots >= 0 ? snapshots : std::min(max_snapshots, m);
-    const auto table = std::make_shared<const detail::revolve_table>(m + 1, cmax);
+    const auto target = detail::target_of(ctx);
     std::vector<detail::candidate> cs;
-    for (std::int32_t c = snapshots >= 0 ? snapshots : 0; c <= cmax; ++c) {
-      detail::split_policy<detail::revolve_split> pol(p, su.c, su.e, detail::revolve_split{m, c, table});
+    auto attempt = [&](std::int32_t c) {
+      // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
+      const auto table = std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
+                                                                     std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points);
+      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
       detail::candidate cand{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
       cand.cost = detail::recompute_cost(su.e, cand.tl);
-      cand.what = std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (binomial model: " +
-                  std::to_string(table->top_cost(m + 1, c)) + " segment recomputations)";
+      cand.what = std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
+                  std::to_string(static_cast<long long>(table->cost())) + " segment recomputations)";
       cs.push_back(std::move(cand));
+      return cs.back().tl.peak;
+    };
+    if (snapshots >= 0) {
+      attempt(snapshots);
+    } else if (target == std::numeric_limits<std::int64_t>::max()) {
+      // No target: the O(log n) regime of binomial checkpointing.
+      attempt(static_cast<std::int32_t>(std::ceil(std::log2(static_cast<double>(m + 1)))));
+    } else {
+      // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target.
+      std::int32_t lo = 0, hi = std::min(max_snapshots, m);
+      if (attempt(lo) <= target) {
+        while (lo < hi) {
+          const auto mid = lo + (hi - lo + 1) / 2;
+          if (attempt(mid) <= target) lo = mid;
+          else hi = mid - 1;
+        }
+      }
     }
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " snapshot counts tried");

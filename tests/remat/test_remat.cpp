@@ -1,0 +1,204 @@
+#include <doctest/doctest.h>
+
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/best_of.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/registry/checkpointers.hpp>
+#include <memplan/remat/chain.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/schedule/given.hpp>
+#include <training_graphs.hpp>
+#include <zoo/zoo.hpp>
+
+#include "../support/random_dag.hpp"
+
+using namespace memplan;
+
+namespace {
+
+// Graphs the checkpointers run on: training-like graphs (residuals, branches, in-place ReLU and
+// updates, workspaces), the zoo's small ResNet, LSTM and chains, and random DAGs without phases.
+std::vector<problem> graphs() {
+  std::vector<problem> v;
+  for (int blocks : {4, 9})
+    for (int branches : {1, 2})
+      v.push_back(make_problem(bench::training_graph({.name = "t" + std::to_string(blocks), .blocks = blocks, .branches = branches,
+                                                      .residual_every = 2, .batch = 4})));
+  v.push_back(make_problem(zoo::resnet(14, 2, 32)));
+  v.push_back(make_problem(zoo::lstm({.layers = 2, .hidden = 16, .batch = 2, .input = 8, .classes = 10, .steps = 6})));
+  v.push_back(make_problem(zoo::chain(zoo::chain_params::uniform(12, 1000, 1000, 1.0, 2.0))));
+  for (std::uint64_t seed = 0; seed < 4; ++seed)
+    v.push_back(make_problem(testing::random_dag(seed, {.ops = 30, .p_inplace = 0.15, .p_workspace = 0.3})));
+  return v;
+}
+
+std::int64_t no_recompute_arena(const problem& p) {
+  return plan(p, schedule::given{} | place::greedy_by_size{}).arena;
+}
+
+std::int64_t count(const memory_plan& mp, step_kind k) {
+  std::int64_t n = 0;
+  for (const auto& s : mp.steps) n += s.kind == k;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every checkpointer gives verified plans within the budget, or says it cannot") {
+  int met = 0, refused = 0, below_peak = 0;
+  for (const auto& p : graphs()) {
+    const auto a0 = no_recompute_arena(p);
+    for (const auto& name : checkpointers().names()) {
+      for (double f : {1.0, 0.8, 0.6, 0.45}) {
+        CAPTURE(p.name());
+        CAPTURE(name);
+        CAPTURE(f);
+        plan_context ctx;
+        ctx.budget = static_cast<std::int64_t>(f * static_cast<double>(a0));
+        try {
+          const auto mp = plan(p, schedule::given{} | checkpointers().make(name) | place::greedy_by_size{}, ctx);
+          CHECK(verify(p, mp).ok);  // plan() verified it too: an independent call
+          CHECK(mp.arena <= ctx.budget);
+          CHECK(mp.stats.lower_bound <= mp.stats.peak);
+          ++met;
+          below_peak += mp.arena < a0;
+        } catch (const error& e) {
+          CHECK(e.code() == errc::infeasible);
+          const std::string w = e.what();
+          CHECK(w.find("smallest arena memplan reached") != std::string::npos);
+          CHECK(w.find("no plan of any kind needs less than") != std::string::npos);
+          ++refused;
+        }
+      }
+    }
+  }
+  MESSAGE(met << " budgets met (" << below_peak << " below the no-recompute arena), " << refused << " refused with the reason");
+  CHECK(below_peak > 20);
+}
+
+TEST_CASE("budgets at and above the no-recompute arena recompute nothing; below the op-local bound is infeasible") {
+  for (const auto& p : graphs()) {
+    CAPTURE(p.name());
+    const auto a0 = no_recompute_arena(p);
+    for (auto budget : {a0, a0 + 1000}) {
+      const auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::greedy_by_size{}, {.budget = budget});
+      CHECK(count(mp, step_kind::recompute) == 0);
+      CHECK(mp.arena <= budget);
+    }
+    const auto floor = op_local_bound(p);
+    try {
+      (void)plan(p, schedule::given{} | remat::default_checkpointer{} | place::greedy_by_size{}, {.budget = floor - 1});
+      FAIL("a budget below the op-local bound was met");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+      CHECK(std::string(e.what()).find(std::to_string(floor)) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("recomputation lowers the peak of a chain sublinearly (Chen §4.3) and logarithmically (§4.4)") {
+  auto peak = [](int layers, auto ckpt) {
+    const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(static_cast<std::size_t>(layers), 1 << 20, 1 << 20, 1.0, 2.0)));
+    const auto mp = plan(p, schedule::given{} | ckpt | place::greedy_by_size{});
+    return std::pair{mp.stats.peak, static_cast<double>(count(mp, step_kind::recompute)) / layers};
+  };
+  const auto [p100, r100] = peak(100, remat::chen_sqrt{});
+  const auto [p400, r400] = peak(400, remat::chen_sqrt{});
+  const auto [n100, n100r] = peak(100, remat::none{});
+  const auto [n400, n400r] = peak(400, remat::none{});
+  MESSAGE("chen_sqrt peak 100 -> 400 layers: x" << static_cast<double>(p400) / static_cast<double>(p100) << " (no recomputation: x"
+                                                 << static_cast<double>(n400) / static_cast<double>(n100) << ")");
+  CHECK(static_cast<double>(n400) / static_cast<double>(n100) > 3.5);  // linear without recomputation
+  CHECK(static_cast<double>(p400) / static_cast<double>(p100) < 2.5);  // about sqrt(4) = 2 with it
+  CHECK(r100 <= 1.0);  // at most one extra forward per layer
+  CHECK(r400 <= 1.0);
+  const auto [l100, lr100] = peak(100, remat::chen_recursive{});
+  const auto [l400, lr400] = peak(400, remat::chen_recursive{});
+  CHECK(static_cast<double>(l400) / static_cast<double>(l100) < 1.8);  // log-like
+  CHECK(l400 < p400);
+}
+
+TEST_CASE("revolve: the engine recomputes exactly what the chain DP counts, on homogeneous chains") {
+  for (int L : {3, 6, 11, 25}) {
+    const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(static_cast<std::size_t>(L), 1000, 1000, 1.0, 2.0)));
+    const auto tl = given_timeline(p);
+    std::int64_t last_peak = 0;
+    for (int c = 0; c <= 4; ++c) {
+      CAPTURE(L);
+      CAPTURE(c);
+      const auto out = remat::revolve{.snapshots = c}.run(p, tl, {});
+      std::int64_t rec = 0;
+      for (const auto& s : out.steps) rec += s.kind == step_kind::recompute;
+      const remat::detail::chain_table t(std::vector<double>(static_cast<std::size_t>(L), 1.0),
+                                         std::vector<std::int32_t>(static_cast<std::size_t>(L - 1), 1), c, 128);
+      CHECK(static_cast<double>(rec) == t.cost());
+      CHECK(out.peak >= last_peak);  // more snapshots, more memory
+      last_peak = out.peak;
+      const auto mp = plan(p, schedule::given{} | remat::revolve{.snapshots = c} | place::greedy_by_size{});
+      CHECK(verify(p, mp).ok);
+    }
+    // With L-1 snapshots nothing is recomputed; with none, L(L-1)/2 segments.
+    const remat::detail::chain_table none(std::vector<double>(static_cast<std::size_t>(L), 1.0), std::vector<std::int32_t>(static_cast<std::size_t>(L - 1), 1), 0, 128);
+    CHECK(none.cost() == L * (L - 1) / 2);
+  }
+}
+
+TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans; meets a budget at least cost") {
+  // A heterogeneous chain: expensive layers are worth keeping.
+  zoo::chain_params cp;
+  for (int i = 0; i < 16; ++i) {
+    cp.u_f.push_back(i % 4 == 0 ? 10.0 : 1.0);
+    cp.u_b.push_back(2.0 * cp.u_f.back());
+  }
+  cp.x_bytes.assign(17, 1000);
+  cp.y_bytes.assign(17, 1000);
+  const auto p = make_problem(zoo::chain(cp));
+  const auto a0 = no_recompute_arena(p);
+  const auto budget = a0 * 6 / 10;
+  const auto dp = plan(p, schedule::given{} | remat::chain_dp{} | place::greedy_by_size{}, {.budget = budget});
+  const auto rv = plan(p, schedule::given{} | remat::revolve{} | place::greedy_by_size{}, {.budget = budget});
+  CHECK(dp.arena <= budget);
+  CHECK(rv.arena <= budget);
+  MESSAGE("recompute cost at 60 % of the arena: chain_dp " << dp.stats.recompute_cost << ", revolve " << rv.stats.recompute_cost);
+  CHECK(dp.stats.recompute_cost <= rv.stats.recompute_cost);
+}
+
+TEST_CASE("checkpointers are deterministic and compose with best_of") {
+  // Early weight updates (the default scheduler) free the gradients, so activations dominate the peak.
+  const auto p = make_problem(zoo::resnet(14, 8, 64));
+  const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 2000};
+  const auto a0 = plan(p, sched | place::greedy_by_size{}).arena;
+  // Between the no-recompute arena and the op-local bound, nearer the bound.
+  const plan_context ctx{.budget = a0 - (a0 - op_local_bound(p)) * 2 / 3};
+  int met = 0;
+  for (const auto& name : checkpointers().names()) {
+    CAPTURE(name);
+    try {
+      const auto a = plan(p, sched | checkpointers().make(name) | place::greedy_by_size{}, ctx);
+      const auto b = plan(p, sched | checkpointers().make(name) | place::greedy_by_size{}, ctx);
+      CHECK(a.steps == b.steps);
+      CHECK(a.mats == b.mats);
+      ++met;
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+    }
+  }
+  CHECK(met >= 3);
+  const auto bo = plan(p, sched | best_of{remat::greedy{}, remat::chen_budget{}} | place::greedy_by_size{}, ctx);
+  CHECK(bo.arena <= ctx.budget);
+  CHECK((bo.stats.checkpointer == "greedy" || bo.stats.checkpointer.rfind("chen_budget", 0) == 0));
+}
+
+TEST_CASE("a recomputed value lives in its own materialization, placed apart from the first one") {
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(8, 4096, 4096, 1.0, 2.0)));
+  const auto mp = plan(p, schedule::given{} | remat::revolve{.snapshots = 1} | place::default_placer{});
+  std::map<std::int32_t, int> per_storage;
+  for (const auto& m : mp.mats) ++per_storage[m.storage];
+  int twice = 0;
+  for (auto [s, k] : per_storage) twice += k > 1;
+  CHECK(twice > 0);
+  CHECK(verify(p, mp).ok);
+}
