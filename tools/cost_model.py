@@ -147,7 +147,7 @@ def _pass_algos(L, which):
 
 def _pass_io(L, which):
     if which == "fwd":
-        return L.x_bytes() + L.w_bytes() + L.y_bytes() + (2 * L.b * L.k if L.bias else 0)
+        return L.x_bytes() + L.w_bytes() + L.y_bytes() + (L.b * L.k if L.bias else 0)
     if which == "data":
         return L.y_bytes() + L.w_bytes() + L.x_bytes()
     return L.x_bytes() + L.y_bytes() + L.w_bytes()
