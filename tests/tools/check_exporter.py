@@ -11,7 +11,6 @@ the convolution algorithm model (defaults, workspaces by hand, admission rules),
 ops not recomputable, and an inference graph without backward, update or labels.
 """
 
-import math
 import os
 import subprocess
 import sys
