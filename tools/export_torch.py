@@ -8,9 +8,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cost_model  # noqa: E402  (roofline and convolution algorithm model)
 import memplan_graph  # noqa: E402  (validation shared with the tests)
 
-EXPORTER_VERSION = 1
+EXPORTER_VERSION = 2
 
 LIMITATIONS = """\
 what is traced:
@@ -42,12 +43,21 @@ what becomes what:
   "inplace_of" the version it overwrites (kind weight for parameters, optimizer_state for
   momentum buffers). Writes through a view version the whole base storage. Readers always read
   the latest version, so the traced order satisfies the format's in-place rule.
-  aten.native_batch_norm in torch 1.13 mutates running_mean/running_var without a schema
-  annotation; in training it gets extra outputs "inplace_of" those buffers (special-cased).
+  batch norm in training (native_batch_norm; cudnn_batch_norm, miopen_batch_norm and
+  _native_batch_norm_legit alike) is split in two ops: the normalization ("aten.native_batch_norm":
+  x, weight, bias -> y, save_mean, save_invstd; nothing in place, recomputable) and, right after it,
+  "memplan.batch_norm_running_stats" (save_mean, save_invstd, running_mean, running_var ->
+  running_mean', running_var' in place). Recomputing the normalization then never updates the
+  statistics twice. In training y does not depend on the running statistics, and
+  native_batch_norm_backward (train=True) does not read them either: they are dropped from its inputs.
+  num_batches_tracked is incremented by its own aten.add_ (the module does it in Python).
   multi-output ops (native_batch_norm, convolution_backward, max_pool2d_with_indices, ...) are one
   op with several outputs; outputs that are None are dropped.
   ops whose results are all non-tensors or all views produce nothing and are not written.
-  random ops (native_dropout, bernoulli_, rand, ...) are ordinary ops; the values are not fixed.
+  random ops (bernoulli_, native_dropout, rand*, normal_, ...: the schema's nondeterministic_seeded
+  tag, a Generator argument, or a known name) get "recomputable": false, and so does an allocation
+  (empty, empty_like, new_empty, ...) whose undefined content some op reads (not one that a fill_,
+  copy_, zero_ or bernoulli_ overwrites whole first).
 
 tensor kinds:
   input: the data batch and the labels (int64; not in inference graphs); weight: parameters and buffers (batch norm running
@@ -55,11 +65,22 @@ tensor kinds:
   the logits (inference); activation: values made in the forward phase; gradient: values made in
   the backward and update phases. In-place versions of resident tensors keep the resident kind.
 
-costs (the "cost" field, FLOPs, one multiply-add = 2):
+costs (--cost seconds, the default; meta.cost_unit "seconds"):
+  cost = max(flops / F, bytes_moved / B) seconds on a reference NVIDIA V100-SXM2-like device
+  (F = 15.7e12 FLOP/s fp32, B = 900e9 B/s); bytes_moved = bytes of the tensor inputs read + outputs
+  written (shape-only arguments of empty_like/zeros_like... and the target of fill_/copy_/bernoulli_...
+  are not read; allocations cost 0). 2-D convolutions and convolution_backward get
+  "implementations": a model of cuDNN's algorithms (forward: IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM,
+  GEMM, FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED; backward: a data algorithm + a filter
+  algorithm per combination), each with a workspace formula of the layer shape and a roofline time
+  with a per-algorithm efficiency; the op's own cost/workspace are the default algorithm's
+  (IMPLICIT_PRECOMP_GEMM; data ALGO_1 + filter ALGO_1). A model, not measured on a GPU
+  (docs/exporter.md).
+--cost flops (meta.cost_unit "flops"): exporter v1's FLOP counts, workspace 0, no implementations:
   convolution: 2 * out_elems * (C_in/groups) * prod(kernel); convolution_backward: that per
   requested gradient (input, weight) + grad_out elements for the bias; mm/addmm/bmm/baddbmm: 2*M*N*K
   (+ M*N for the add); pooling: out_elems * prod(kernel); everything else: the largest element
-  count among its tensor inputs and outputs (one FLOP per element). workspace is always 0.
+  count among its tensor inputs and outputs (one FLOP per element). The same FLOPs feed the roofline.
 
 other limits:
   models: the classification models of torchvision.models (see --list-models) and "transformer"
@@ -282,7 +303,7 @@ def _flatten(xs):
             yield a
 
 
-def estimate_cost(name, node, in_vals, out_vals):
+def estimate_flops(name, node, in_vals, out_vals):
     """FLOPs estimate (see --help)."""
     import torch
     args = node.args
@@ -323,14 +344,107 @@ def estimate_cost(name, node, in_vals, out_vals):
     return float(max(sizes)) if sizes else 0.0
 
 
+# Ops that only allocate: their output's content is undefined and nothing is read or written.
+EMPTY_OPS = {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"}
+# Factories whose tensor argument gives only a shape/dtype (its content is not read).
+SHAPE_ONLY_INPUT = EMPTY_OPS | {"zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+                                "new_zeros", "new_ones", "new_full"}
+# In-place ops that overwrite their first argument without reading it.
+OVERWRITE_ONLY = {"fill_", "zero_", "copy_", "bernoulli_", "normal_", "uniform_", "random_", "exponential_",
+                  "geometric_", "cauchy_", "log_normal_"}
+# Random ops (besides those the schema tags nondeterministic_seeded or that take a Generator).
+RANDOM_OPS = {"bernoulli", "bernoulli_", "native_dropout", "_fused_dropout", "dropout", "feature_dropout",
+              "alpha_dropout", "feature_alpha_dropout", "rand", "randn", "randint", "randperm", "rand_like",
+              "randn_like", "randint_like", "normal", "normal_", "uniform_", "random_", "exponential_",
+              "geometric_", "cauchy_", "log_normal_", "multinomial", "poisson", "binomial", "_standard_gamma",
+              "_sample_dirichlet", "rrelu", "rrelu_", "rrelu_with_noise", "rrelu_with_noise_"}
+# Batch norms that update running_mean/running_var in training: (running_mean, running_var, training)
+# argument positions. torch 1.13's native_batch_norm (and cudnn/miopen_batch_norm) do it without a
+# (a!) annotation; _native_batch_norm_legit (torch 2) carries the annotation.
+BN_TRAIN_OPS = {"native_batch_norm": (3, 4, 5), "cudnn_batch_norm": (3, 4, 5), "miopen_batch_norm": (3, 4, 5),
+                "_native_batch_norm_legit": (3, 4, 5)}
+BN_UPDATE_OP = "memplan.batch_norm_running_stats"
+
+
+def is_random(node):
+    """The op draws random numbers: its outputs are not a function of its inputs."""
+    schema = node.target._schema
+    if schema.name.split("::")[-1] in RANDOM_OPS:
+        return True
+    tags = getattr(node.target, "tags", ()) or ()
+    if any(getattr(t, "name", str(t)).endswith("nondeterministic_seeded") for t in tags):
+        return True
+    return any("Generator" in str(a.type) for a in schema.arguments)
+
+
+def bn_running_stats(node):
+    """(running_mean node, running_var node) when the op is a batch norm in training that updates
+    its running statistics in place, else None."""
+    from torch.fx.node import Node
+    pos = BN_TRAIN_OPS.get(node.target._schema.name.split("::")[-1])
+    if pos is None or len(node.args) <= pos[2] or not node.args[pos[2]]:
+        return None
+    rm, rv = node.args[pos[0]], node.args[pos[1]]
+    if not isinstance(rm, Node) or not isinstance(rv, Node):
+        return None  # track_running_stats=False: nothing to update
+    return rm, rv
+
+
+def unread_args(node):
+    """Tensor arguments the kernel does not read although they are passed: in training,
+    native_batch_norm_backward uses save_mean/save_invstd, never running_mean/running_var (and a
+    training batch norm's normalization does not read them either: its update op does)."""
+    name = node.target._schema.name.split("::")[-1]
+    if name == "native_batch_norm_backward" and len(node.args) > 7 and node.args[7]:
+        return [a for a in (node.args[3], node.args[4]) if a is not None]
+    stats = bn_running_stats(node)
+    return list(stats) if stats else []
+
+
+def tensor_bytes_read(val):
+    """Bytes an op reads from one tensor argument: its elements, at most its storage (a broadcast
+    view reads its base once)."""
+    return min(val.numel() * val.element_size(), val.storage().nbytes())
+
+
+def conv_layer(name, node):
+    """cost_model.ConvLayer of a 2-D, non-transposed convolution / convolution_backward node, else None."""
+    import torch
+
+    def val(a):
+        v = a.meta.get("val") if hasattr(a, "meta") else None
+        return v if isinstance(v, torch.Tensor) else None
+
+    a = node.args
+    if name == "convolution":
+        x, w, y = val(a[0]), val(a[1]), node.meta.get("val")
+        bias, stride, padding, dilation, transposed, groups = a[2] is not None, a[3], a[4], a[5], a[6], a[8]
+    elif name == "convolution_backward":
+        y, x, w = val(a[0]), val(a[1]), val(a[2])
+        bias, stride, padding, dilation, transposed, groups = a[3] is not None, a[4], a[5], a[6], a[7], a[9]
+    else:
+        return None
+    if transposed or x is None or w is None or not isinstance(y, torch.Tensor) or x.dim() != 4 or w.dim() != 4:
+        return None
+
+    def pair(v):
+        v = list(v)
+        return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    _, _, p, q = y.shape
+    return cost_model.ConvLayer(n, c, h, wd, k, r, s, p, q, pair(stride), pair(padding), pair(dilation), groups,
+                                bias=bias, itemsize=x.element_size())
+
+
 def _storage_key(val):
     return val.storage()._cdata
 
 
 def _mutated_args(node):
-    """Tensor-argument fx nodes the op writes without returning them (schema writes + known gaps)."""
-    target = node.target
-    schema = target._schema
+    """Tensor-argument fx nodes the op writes without returning them (schema write annotations)."""
+    schema = node.target._schema
     written = []
     for i, arg in enumerate(schema.arguments):
         info = arg.alias_info
@@ -338,16 +452,31 @@ def _mutated_args(node):
             val = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
             if val is not None:
                 written.append(val)
-    # torch 1.13: native_batch_norm updates running_mean/running_var (args 3, 4) when training,
-    # but its schema carries no (a!) annotation.
-    if schema.name == "aten::native_batch_norm" and len(node.args) > 5 and node.args[5]:
-        for i in (3, 4):
-            if node.args[i] is not None:
-                written.append(node.args[i])
     return written
 
 
-def convert(gm, names, boundaries, graph_name, meta):
+def op_cost(opname, node, flops, bytes_moved, cost_mode):
+    """{"cost", "workspace"[, "implementations"]} of one op.
+
+    cost_mode "flops": cost = FLOPs, workspace 0 (exporter v1). "seconds": cost = the roofline time
+    on cost_model.DEVICE; a 2-D convolution (forward or backward) gets every algorithm of the cuDNN
+    model as an implementation and the default algorithm's time and workspace as its own."""
+    if cost_mode == "flops":
+        return {"cost": flops, "workspace": 0}
+    if opname in EMPTY_OPS:
+        return {"cost": 0.0, "workspace": 0}  # an allocation: no arithmetic, nothing read or written
+    layer = conv_layer(opname, node) if node is not None else None
+    if layer is not None:
+        if opname == "convolution":
+            impls, default = cost_model.conv_forward(layer)
+        else:
+            impls, default = cost_model.conv_backward(layer, [bool(m) for m in node.args[10]])
+        d = next(i for i in impls if i["name"] == default)
+        return {"cost": d["cost"], "workspace": d["workspace"], "implementations": impls}
+    return {"cost": cost_model.rounded(cost_model.roofline(flops, bytes_moved)), "workspace": 0}
+
+
+def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
     import torch
     from torch.fx.node import Node
 
@@ -398,6 +527,8 @@ def convert(gm, names, boundaries, graph_name, meta):
         return v if isinstance(v, torch.Tensor) else None
 
     dropped = {}
+    undefined = set()  # ids of ops that only allocate (content undefined)
+    not_read = {}      # op id -> ids it lists as inputs but overwrites whole without reading
     for node in nodes:
         if node.op == "placeholder" or node.op == "output":
             continue
@@ -437,8 +568,9 @@ def convert(gm, names, boundaries, graph_name, meta):
                     items[u.args[1]] = tensor_val(u)
             out_items = sorted(items.items())
         out_vals = [v for _, v in out_items]
+        unread = unread_args(node)  # passed but not read (running stats of a split batch norm, ...)
         in_nodes = [a for a in _flatten(list(node.args) + list(node.kwargs.values()))
-                    if isinstance(a, Node) and a in node_key]
+                    if isinstance(a, Node) and a in node_key and a not in unread]
         in_vals = [tensor_val(a) for a in in_nodes]
         in_vals = [v for v in in_vals if v is not None]
         # ids read, at the latest version (traced order = execution order)
@@ -449,11 +581,20 @@ def convert(gm, names, boundaries, graph_name, meta):
                 inputs.append(tid)
 
         returns = node.target._schema.returns
+        bn_stats = bn_running_stats(node)
+        stats_keys = [node_key[x] for x in bn_stats] if bn_stats else []
         written_keys = []
-        for a in _mutated_args(node):
+        written_bytes = {}  # storage key -> bytes the op writes there (the written view's size)
+        mutated = _mutated_args(node)
+        for a in mutated:
             for b in _flatten([a]):
-                if isinstance(b, Node) and b in node_key and node_key[b] not in written_keys:
-                    written_keys.append(node_key[b])
+                if isinstance(b, Node) and b in node_key and node_key[b] not in stats_keys:
+                    key = node_key[b]
+                    if key not in written_keys:
+                        written_keys.append(key)
+                    v = tensor_val(b)
+                    if v is not None:
+                        written_bytes[key] = max(written_bytes.get(key, 0), v.numel() * v.element_size())
         ph = phase_of(node)
         op_id = f"o{len(ops)}"
         pending = []  # (val, storage key, return index) of outputs in new storage
@@ -464,15 +605,17 @@ def convert(gm, names, boundaries, graph_name, meta):
             if key in storage:
                 # the return's annotation (a list return, e.g. split's Tensor(a)[], has one entry)
                 info = returns[min(k, len(returns) - 1)].alias_info if returns else None
-                if (info is not None and info.is_write) or key in written_keys:
+                if ((info is not None and info.is_write) or key in written_keys) and key not in stats_keys:
                     if key not in written_keys:
                         written_keys.append(key)
+                    written_bytes[key] = max(written_bytes.get(key, 0), v.numel() * v.element_size())
                 # else: a view / alias; nothing is allocated
                 node_key[_out_node(node, k, val)] = key
                 continue
             pending.append((v, key, k))
 
         outputs = []
+        out_tid = {}  # return index -> new tensor id
         multi = len(pending) + len(written_keys) > 1
         j = 0
 
@@ -482,17 +625,10 @@ def convert(gm, names, boundaries, graph_name, meta):
             j += 1
             return tid
 
-        for v, key, k in pending:
-            tid = next_id()
-            kind = "activation" if ph == "forward" else "gradient"
-            new_tensor(tid, v, kind)
-            storage[key] = {"current": tid, "root": tid, "resident": None}
-            node_key[_out_node(node, k, val)] = key
-            outputs.append(tid)
-        for key in written_keys:
+        def new_version(key, tid, ph):
+            """A new in-place version of the storage `key` (tensor `tid`); returns the version it overwrites."""
             st = storage[key]
             old = st["current"]
-            tid = next_id()
             base = tensor_of[st["root"]]
             kind = st["resident"] or tensor_of[old]["kind"]
             if kind not in ("input", "weight", "optimizer_state", "output"):
@@ -502,15 +638,82 @@ def convert(gm, names, boundaries, graph_name, meta):
             tensors.append(t)
             tensor_of[tid] = t
             st["current"] = tid
+            return old
+
+        for v, key, k in pending:
+            tid = next_id()
+            kind = "activation" if ph == "forward" else "gradient"
+            new_tensor(tid, v, kind)
+            storage[key] = {"current": tid, "root": tid, "resident": None}
+            node_key[_out_node(node, k, val)] = key
+            outputs.append(tid)
+            out_tid[k] = tid
+        overwritten = set()  # versions this op overwrites whole without reading them (fill_, copy_, ...)
+        first = mutated[0] if mutated else None
+        whole_key = node_key[first] if opname in OVERWRITE_ONLY and isinstance(first, Node) and first in node_key \
+            else None
+        for key in written_keys:
+            tid = next_id()
+            old = new_version(key, tid, ph)
             outputs.append(tid)
             if old not in inputs:
                 inputs.append(old)  # the op reads-modifies-writes the old version
+            if key == whole_key and written_bytes.get(key) == tensor_of[tid]["bytes"] and \
+                    sum(1 for a in in_nodes if node_key[a] == key) == 1:
+                overwritten.add(old)
         if not outputs:
             dropped[opname] = dropped.get(opname, 0) + 1
             continue
-        ops.append({"id": op_id, "op": "aten." + opname, "inputs": inputs, "outputs": outputs,
-                    "phase": ph, "cost": estimate_cost(opname, node, in_vals, [v for v in out_vals if v is not None]),
-                    "workspace": 0})
+        # bytes moved: tensor arguments read (not those giving only a shape, nor the target of an
+        # overwrite-only op) + outputs written
+        if opname in SHAPE_ONLY_INPUT:
+            read = 0
+        else:
+            skip = {whole_key} if whole_key is not None else set()
+            seen, read = set(), 0
+            for a in in_nodes:
+                v = tensor_val(a)
+                if v is None or node_key[a] in skip or a in seen:
+                    continue
+                seen.add(a)
+                read += tensor_bytes_read(v)
+        written = 0 if opname in EMPTY_OPS else \
+            sum(v.numel() * v.element_size() for v, _, _ in pending) + sum(written_bytes.values())
+        flops = estimate_flops(opname, node, in_vals, [v for v in out_vals if v is not None])
+        op = {"id": op_id, "op": "aten." + opname, "inputs": inputs, "outputs": outputs, "phase": ph}
+        op.update(op_cost(opname, node, flops, read + written, cost_mode))
+        if is_random(node):
+            op["recomputable"] = False
+        if opname in EMPTY_OPS:
+            undefined.add(op_id)
+        if overwritten:
+            not_read[op_id] = overwritten
+        ops.append(op)
+
+        if bn_stats:
+            # the running-statistics update, split off the normalization (docs/exporter.md):
+            # running = (1 - momentum) * running + momentum * batch statistic, from save_mean/save_invstd
+            if 1 not in out_tid or 2 not in out_tid:
+                raise RuntimeError(f"{node.name}: a training batch norm without save_mean/save_invstd outputs")
+            uid = f"o{len(ops)}"
+            upd_in = [out_tid[1], out_tid[2]]
+            upd_out = []
+            for jj, key in enumerate(stats_keys):
+                old = new_version(key, f"t{len(ops)}:{jj}", ph)
+                upd_in.append(old)
+                upd_out.append(f"t{len(ops)}:{jj}")
+            stat_bytes = [tensor_of[t]["bytes"] for t in upd_in]
+            channels = max(tensor_of[t]["shape"][0] if tensor_of[t]["shape"] else 1 for t in upd_in)
+            upd = {"id": uid, "op": BN_UPDATE_OP, "inputs": upd_in, "outputs": upd_out, "phase": ph}
+            upd.update(op_cost(BN_UPDATE_OP, None, float(channels), sum(stat_bytes) + sum(stat_bytes[2:]), cost_mode))
+            ops.append(upd)
+
+    # an allocation whose (undefined) content some op reads: recomputing it would not give the same
+    # values, so it is not recomputable either (an op that overwrites all of it first reads nothing)
+    read_ids = {t for o in ops for t in o["inputs"] if t not in not_read.get(o["id"], ())}
+    for o in ops:
+        if o["id"] in undefined and any(t in read_ids for t in o["outputs"]):
+            o["recomputable"] = False
 
     out_node = [n for n in nodes if n.op == "output"][0]
     results = [a for a in _flatten(list(out_node.args)) if isinstance(a, Node)]
@@ -543,6 +746,19 @@ def _out_node(node, k, val):
 
 # ----------------------------------------------------------------------------- main
 
+def cost_model_meta(cost_mode):
+    """meta.cost_model: what the ops' costs mean (docs/exporter.md, "Costs")."""
+    if cost_mode == "flops":
+        return {"kind": "flops", "workspace": "0 (not modelled)"}
+    d = cost_model.DEVICE
+    return {"kind": "roofline", "formula": "max(flops / peak_flops, bytes_moved / bandwidth)",
+            "bytes_moved": "bytes of the tensor inputs read + outputs written",
+            "device": d["name"], "peak_flops": d["peak_flops"], "bandwidth": d["bandwidth"],
+            "significant_digits": cost_model.DIGITS,
+            "convolution": {"model": "cuDNN algorithms (docs/exporter.md), not measured",
+                            "default": dict(cost_model.DEFAULT), "efficiency": cost_model.EFFICIENCY}}
+
+
 def export(args):
     import torch
     model_name = args.model
@@ -552,11 +768,11 @@ def export(args):
     gm, names, boundaries = trace(model, sample_shape, args.batch, args.mode, args.optimizer, aux_weights)
     name = f"{model_name}-{'train' if args.mode == 'train' else 'infer'}-b{args.batch}"
     meta = {"model": model_name, "mode": args.mode, "batch": args.batch, "input_shape": [args.batch] + sample_shape,
-            "optimizer": optimizer, "cost_unit": "flops", "torch": torch.__version__,
-            "exporter": f"tools/export_torch.py v{EXPORTER_VERSION}"}
+            "optimizer": optimizer, "cost_unit": args.cost, "cost_model": cost_model_meta(args.cost),
+            "torch": torch.__version__, "exporter": f"tools/export_torch.py v{EXPORTER_VERSION}"}
     if model_name in ("googlenet", "inception_v3"):
         meta["aux_logits"] = not args.no_aux
-    graph = convert(gm, names, boundaries, name, meta)
+    graph = convert(gm, names, boundaries, name, meta, args.cost)
     try:
         memplan_graph.validate(graph)
     except memplan_graph.GraphError as e:
@@ -580,6 +796,9 @@ def main(argv=None):
     p.add_argument("--seq-len", type=int, default=128, help="sequence length for 'transformer' (default 128)")
     p.add_argument("--optimizer", choices=["sgd", "momentum"], default="sgd",
                    help="parameter update of the training step (default sgd; ignored in inference)")
+    p.add_argument("--cost", choices=["seconds", "flops"], default="seconds",
+                   help="seconds (default): roofline time on the reference device, with the cuDNN algorithm model "
+                        "of convolutions (workspace, implementations); flops: FLOP counts, workspace 0")
     p.add_argument("--no-aux", action="store_true",
                    help="build googlenet/inception_v3 with aux_logits=False")
     p.add_argument("-o", "--output", help="output file (.json or .json.gz)")

@@ -2,7 +2,9 @@
 
 No dependency beyond the standard library, so the unit tests can use it without PyTorch.
 This is an independent reference for the C++ library: `validate` checks every rule of the
-interchange format and `given_order_peak` evaluates the format's memory rule on the given order.
+interchange format (including the optional meta.cost_unit, ops[].recomputable and
+ops[].implementations) and `given_order_peak` evaluates the format's memory rule on the given order
+(each op with its own workspace, the default implementation, as the C++ given-order peak).
 """
 
 import gzip
@@ -14,6 +16,7 @@ VERSION = 1
 KINDS = ("input", "weight", "activation", "gradient", "optimizer_state", "output", "control")
 RESIDENT_KINDS = ("input", "weight", "optimizer_state")
 PHASES = ("forward", "backward", "update", "other")
+COST_UNITS = ("seconds", "flops", "units")
 DTYPE_BYTES = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
@@ -65,6 +68,13 @@ def validate(g):
     tensors, ops = g.get("tensors"), g.get("ops")
     if not isinstance(tensors, list) or not isinstance(ops, list):
         raise GraphError("'tensors' and 'ops' must be lists")
+    meta = g.get("meta")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise GraphError(f"'meta' is {type(meta).__name__}, not an object")
+        unit = meta.get("cost_unit")
+        if unit is not None and unit not in COST_UNITS:
+            raise GraphError(f"meta.cost_unit {unit!r} is not one of {COST_UNITS}")
 
     tmap = {}
     for i, t in enumerate(tensors):
@@ -139,6 +149,28 @@ def validate(g):
         ws = op.get("workspace", 0)
         if not _is_int(ws) or ws < 0:
             raise GraphError(f"op {oid!r}: workspace {ws!r} is not a non-negative integer")
+        rc = op.get("recomputable")
+        if rc is not None and not isinstance(rc, bool):
+            raise GraphError(f"op {oid!r}: recomputable {rc!r} is not true or false")
+        impls = op.get("implementations")
+        if impls is not None:
+            if not isinstance(impls, list):
+                raise GraphError(f"op {oid!r}: implementations {impls!r} is not a list")
+            names = set()
+            for k, im in enumerate(impls):
+                at = f"op {oid!r}: implementations[{k}]"
+                if not isinstance(im, dict) or not isinstance(im.get("name"), str) or not im["name"]:
+                    raise GraphError(f"{at} has no name (a non-empty string)")
+                if im["name"] in names:
+                    raise GraphError(f"op {oid!r} lists implementation {im['name']!r} twice")
+                names.add(im["name"])
+                c = im.get("cost", 0)
+                if c is not None and (not isinstance(c, (int, float)) or isinstance(c, bool) or not c >= 0
+                                      or c == math.inf):
+                    raise GraphError(f"{at}: cost {c!r} is not a finite non-negative number")
+                w = im.get("workspace", 0)
+                if w is not None and (not _is_int(w) or w < 0):
+                    raise GraphError(f"{at}: workspace {w!r} is not a non-negative integer")
         ins, outs = op.get("inputs"), op.get("outputs")
         if not isinstance(ins, list) or not isinstance(outs, list):
             raise GraphError(f"op {oid!r}: 'inputs' and 'outputs' must be lists")

@@ -343,8 +343,8 @@ TEST_CASE("the README's command on a bundled model") {
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(slurp(s / "report.json"));
-  CHECK(j["given_peak"] == 782497252);  // data/models/README.md (tools/graph_stats.py)
-  CHECK(j["planned_peak"].get<std::int64_t>() <= 782497252);
+  CHECK(j["given_peak"] == 787215844);  // data/models/README.md (tools/graph_stats.py)
+  CHECK(j["planned_peak"].get<std::int64_t>() <= 787215844);
   CHECK(j["arena_bytes"].get<std::int64_t>() >= j["planned_peak"].get<std::int64_t>());
   CHECK(s.run("verify '" + model + "' '" + s / "plan.json" + "'").code == 0);
   MESSAGE("resnet18-train-b32: given ", j["given_peak"], " planned ", j["planned_peak"], " arena ", j["arena_bytes"], " lower bound ",

@@ -3,9 +3,13 @@
 
 usage: check_bundle.py TOOLS_DIR MODELS_DIR
 Checks: the required files exist; each parses, passes tools/memplan_graph.validate (ids unique,
-producers, bytes = shape x dtype, topological given order, in-place rule); the reference peak
-equals a brute-force evaluation of the memory rule; the README row of each file states the same
-ops, tensors, total bytes and peak.
+producers, bytes = shape x dtype, topological given order, in-place rule, the optional
+cost_unit/recomputable/implementations fields); costs are roofline seconds; in training, batch
+norm is split (normalization without in-place outputs, running-stats update right after it) and
+dropout's random ops are not recomputable; convolutions list their algorithms with the default's
+cost and workspace as their own; the reference peak equals a brute-force evaluation of the memory
+rule; the README row of each file states the same ops, tensors, total bytes and peak; the bundle
+stays under 1.5 MiB.
 """
 
 import glob
@@ -16,6 +20,10 @@ import sys
 TRAIN = ["alexnet", "vgg11", "vgg16", "resnet18", "resnet50", "googlenet", "inception_v3",
          "mobilenet_v2", "mnasnet0_5", "squeezenet1_0", "efficientnet_b0", "transformer"]
 INFER = ["resnet18", "resnet50", "mobilenet_v2", "transformer"]
+EXTRA = ["densenet121", "resnet101", "regnet_y_400mf", "shufflenet_v2_x1_0"]  # training, batch 32 only
+WITH_DROPOUT = ["alexnet", "vgg11", "vgg16", "googlenet", "inception_v3", "mobilenet_v2", "mnasnet0_5", "squeezenet1_0",
+                "efficientnet_b0", "transformer"]
+MAX_BUNDLE_BYTES = 3 * 2**19  # 1.5 MiB
 RESIDENT = ("input", "weight", "optimizer_state")
 
 
@@ -50,6 +58,37 @@ def brute_force_peak(g):
     return peak
 
 
+def semantics(g, name):
+    """What exporter v2 promises about every bundled file; returns the broken promises."""
+    bad = []
+    ops, T = g["ops"], {t["id"]: t for t in g["tensors"]}
+    meta = g.get("meta", {})
+    if meta.get("cost_unit") != "seconds" or meta.get("cost_model", {}).get("kind") != "roofline":
+        bad.append(f"cost_unit {meta.get('cost_unit')!r}, not roofline seconds")
+    train = "-train-" in name
+    for i, o in enumerate(ops):
+        if o["op"] == "aten.native_batch_norm" and train:
+            if any(T[t].get("inplace_of") for t in o["outputs"]) or any(T[t]["kind"] == "weight" and "running" in t
+                                                                          for t in o["inputs"]):
+                bad.append(f"{o['id']}: a training batch norm still reads or updates its running statistics")
+            if i + 1 >= len(ops) or ops[i + 1]["op"] != "memplan.batch_norm_running_stats" or \
+                    ops[i + 1]["inputs"][:2] != o["outputs"][1:3]:
+                bad.append(f"{o['id']}: not followed by its memplan.batch_norm_running_stats")
+        if o["op"] == "memplan.batch_norm_running_stats" and not all(T[t].get("inplace_of") for t in o["outputs"]):
+            bad.append(f"{o['id']}: the running-stats update does not write in place")
+        if o["op"] in ("aten.convolution", "aten.convolution_backward"):
+            im = {x["name"]: (x["cost"], x["workspace"]) for x in o.get("implementations", [])}
+            if (o["cost"], o["workspace"]) not in im.values():
+                bad.append(f"{o['id']}: {o['op']} without its default among its implementations")
+        if o.get("recomputable") is False and o["op"] != "aten.bernoulli_":
+            bad.append(f"{o['id']}: {o['op']} marked not recomputable")
+    model = name.split("-")[0]
+    fixed = sum(o.get("recomputable") is False for o in ops)
+    if train and (fixed > 0) != (model in WITH_DROPOUT):
+        bad.append(f"{fixed} ops not recomputable (dropout: {model in WITH_DROPOUT})")
+    return bad
+
+
 def main(argv):
     tools, models = argv[1], argv[2]
     sys.path.insert(0, tools)
@@ -57,6 +96,7 @@ def main(argv):
     failures = []
     want = [f"{m}-train-b{b}.json.gz" for m in TRAIN for b in (1, 32)]
     want += [f"{m}-infer-b{b}.json.gz" for m in INFER for b in (1, 32)]
+    want += [f"{m}-train-b32.json.gz" for m in EXTRA]
     for w in want:
         if not os.path.exists(os.path.join(models, w)):
             failures.append(f"missing bundled graph {w}")
@@ -72,6 +112,7 @@ def main(argv):
             continue
         if g.get("meta", {}).get("fallback_kernels"):
             failures.append(f"{name}: traced with real fallback kernels {g['meta']['fallback_kernels']}")
+        failures += [f"{name}: {w}" for w in semantics(g, name)]
         st = memplan_graph.given_order_peak(g)
         # the brute force is quadratic; the batch-1 graphs are enough to cross-check the reference
         if "-b1." in name:
@@ -89,6 +130,10 @@ def main(argv):
             if stated != actual:
                 failures.append(f"{name}: README states {stated}, file has {actual} (ops, tensors, total, resident, peak)")
         print(f"ok {name}: {len(g['ops'])} ops, {len(g['tensors'])} tensors, peak {st['peak']}")
+    total = sum(os.path.getsize(p) for p in files)
+    if total > MAX_BUNDLE_BYTES:
+        failures.append(f"the bundle is {total} bytes, more than {MAX_BUNDLE_BYTES}")
+    print(f"bundle: {len(files)} files, {total} bytes")
     for f in failures:
         print("FAIL", f)
     print(f"{len(files)} files checked, {len(failures)} failures")

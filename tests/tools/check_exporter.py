@@ -5,13 +5,21 @@ usage: check_exporter.py TOOLS_DIR OUT_DIR       (exit 77 = skipped when torch c
 Exports small graphs and checks them against the model itself: one convolution and one
 convolution_backward per nn.Conv2d, one in-place update per parameter with a gradient of its
 size, momentum buffers versioned twice, phases in order forward < backward < update, no view op
-left in the graph, the loss a scalar output, the first convolution's cost by hand, and an
-inference graph without backward, update or labels.
+left in the graph, the loss a scalar output, the first convolution's cost by hand (seconds and
+FLOPs), batch norm split into a normalization and a running-statistics update per nn.BatchNorm2d,
+the convolution algorithm model (defaults, workspaces by hand, admission rules), dropout's random
+ops not recomputable, and an inference graph without backward, update or labels.
 """
 
 import os
 import subprocess
 import sys
+
+F, B = 15.7e12, 900e9  # the reference device of the roofline (tools/cost_model.py)
+
+
+def round6(x):
+    return float(f"{x:.6g}")
 
 VIEW_OPS = {"aten.view", "aten._unsafe_view", "aten._reshape_alias", "aten.t", "aten.transpose",
             "aten.permute", "aten.expand", "aten.squeeze", "aten.unsqueeze", "aten.slice",
@@ -46,6 +54,8 @@ def main(argv):
     model = torchvision.models.resnet18(weights=None)
     params = dict(model.named_parameters())
     n_conv = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    bns = [n for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    convs = {n + ".weight": m for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)}
 
     for opt in ("sgd", "momentum"):
         g, T = export(f"resnet18-train-b2-{opt}.json", "--model", "resnet18", "--batch", "2", "--optimizer", opt)
@@ -94,9 +104,90 @@ def main(argv):
         check(len(outs) == 1 and outs[0]["shape"] == [] and producer[outs[0]["id"]]["phase"] == "forward",
               f"{opt}: the loss is the one scalar output")
         conv = next(o for o in ops if o["op"] == "aten.convolution")
-        # conv1: 7x7, 3 -> 64 channels, stride 2: [2, 64, 112, 112]
-        check(conv["cost"] == 2.0 * 2 * 64 * 112 * 112 * 3 * 7 * 7, f"{opt}: conv1 cost = 2*MACs")
+        # conv1: 7x7, 3 -> 64 channels, stride 2, padding 3: [2, 3, 224, 224] -> [2, 64, 112, 112]
+        flops = 2.0 * 2 * 64 * 112 * 112 * 3 * 7 * 7
+        ws = 4 * 3 * 7 * 7  # IMPLICIT_PRECOMP_GEMM: an int32 offset per (c, r, s)
+        io = 4 * (2 * 3 * 224 * 224 + 64 * 3 * 7 * 7 + 2 * 64 * 112 * 112)
+        check(conv["cost"] == round6(max(flops / F, (io + 2 * ws) / B)) and conv["workspace"] == ws,
+              f"{opt}: conv1 cost = roofline of 2*MACs and its bytes, workspace = IMPLICIT_PRECOMP_GEMM's")
+        check(g["meta"]["cost_unit"] == "seconds" and g["meta"]["cost_model"]["kind"] == "roofline",
+              f"{opt}: meta.cost_unit seconds, roofline cost model")
         check("fallback_kernels" not in g["meta"], f"{opt}: no op ran a real fallback kernel")
+
+        # batch norm: one normalization and, right after it, one running-statistics update per module
+        norm = [i for i, o in enumerate(ops) if o["op"] == "aten.native_batch_norm"]
+        upd = [i for i, o in enumerate(ops) if o["op"] == "memplan.batch_norm_running_stats"]
+        check(len(norm) == len(bns) and [i + 1 for i in norm] == upd,
+              f"{opt}: {len(bns)} batch norms, each followed by its running-stats update")
+        running = {f"{b}.running_mean" for b in bns} | {f"{b}.running_var" for b in bns}
+        check(all(not T[t].get("inplace_of") and not running & set(ops[i]["inputs"]) and len(ops[i]["outputs"]) == 3
+                  and ops[i].get("recomputable", True) for i in norm for t in ops[i]["outputs"]),
+              f"{opt}: the normalizations read x, weight, bias and write y, save_mean, save_invstd, nothing in place")
+        ok = True
+        for i in norm:
+            u = ops[i + 1]
+            bn = ops[i]["inputs"][1].rsplit(".", 1)[0]  # <module>.weight
+            ok &= u["inputs"] == ops[i]["outputs"][1:] + [f"{bn}.running_mean", f"{bn}.running_var"]
+            ok &= [T[t].get("inplace_of") for t in u["outputs"]] == [f"{bn}.running_mean", f"{bn}.running_var"]
+            ok &= all(T[t]["kind"] == "weight" for t in u["outputs"])
+        check(ok, f"{opt}: each update reads save_mean, save_invstd and the running stats and overwrites the latter")
+        bwd = [o for o in ops if o["op"] == "aten.native_batch_norm_backward"]
+        check(len(bwd) == len(bns) and not any(T[t].get("inplace_of") in running or t in running
+                                               for o in bwd for t in o["inputs"]),
+              f"{opt}: native_batch_norm_backward (train) does not read the running statistics")
+        check(not any(o.get("recomputable") is False for o in ops), f"{opt}: resnet18 has no random op")
+
+        # convolution algorithms
+        fwd = [o for o in ops if o["op"] == "aten.convolution"]
+        bw = [o for o in ops if o["op"] == "aten.convolution_backward"]
+        ok = True
+        for o in fwd + bw:
+            im = o.get("implementations", [])
+            names = [x["name"] for x in im]
+            default = "IMPLICIT_PRECOMP_GEMM" if o in fwd else \
+                ("data:ALGO_1+filter:ALGO_1" if len(o["outputs"]) > 1 else "filter:ALGO_1")
+            d = [x for x in im if x["name"] == default]
+            ok &= len(names) == len(set(names)) and len(d) == 1 and (d[0]["cost"], d[0]["workspace"]) == (
+                o["cost"], o["workspace"])
+            m = convs[o["inputs"][1] if o in fwd else o["inputs"][2]]
+            transforms = m.stride == (1, 1) and m.groups == 1
+            winograd = any("WINOGRAD" in n.replace("+", ":").split(":") for n in names)  # fused Winograd
+            ok &= winograd <= (transforms and m.kernel_size == (3, 3))
+            ok &= any("FFT" in n for n in names) <= transforms
+            if o in fwd:  # every admitted forward algorithm is listed (dominated ones too)
+                ok &= names[:3] == ["IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM"]
+                ok &= winograd == (transforms and m.kernel_size == (3, 3))
+            else:  # combinations: none dominated by another
+                ok &= not any(a is not b and b["cost"] <= a["cost"] and b["workspace"] <= a["workspace"]
+                              and (b["cost"], b["workspace"]) != (a["cost"], a["workspace"])
+                              for a in o["implementations"] if a["name"] != default for b in o["implementations"])
+        check(ok and len(fwd) == len(bw) == n_conv,
+              f"{opt}: every convolution (forward, backward) lists the cuDNN model's algorithms, "
+              "the default's time and workspace as its own, Winograd only for 3x3 stride 1, FFT only for stride 1, "
+              "no dominated backward combination")
+        gemm = next(x for x in conv["implementations"] if x["name"] == "GEMM")
+        check(gemm["workspace"] == 4 * 2 * 3 * 7 * 7 * 112 * 112, f"{opt}: conv1 GEMM workspace = im2col of the batch")
+        first_bw = bw[-1]  # the first convolution's backward runs last; its input needs no gradient
+        check(len(first_bw["outputs"]) == 1 and all(x["name"].startswith("filter:") for x in first_bw["implementations"]),
+              f"{opt}: the first convolution's backward computes the weight gradient only")
+
+    g, T = export("resnet18-train-b2-flops.json", "--model", "resnet18", "--batch", "2", "--cost", "flops")
+    conv = next(o for o in g["ops"] if o["op"] == "aten.convolution")
+    check(conv["cost"] == 2.0 * 2 * 64 * 112 * 112 * 3 * 7 * 7, "flops: conv1 cost = 2*MACs")
+    check(g["meta"]["cost_unit"] == "flops" and all(o["workspace"] == 0 and "implementations" not in o
+                                                    for o in g["ops"]),
+          "flops: meta.cost_unit flops, workspace 0, no implementations")
+    check(sum(o["op"] == "memplan.batch_norm_running_stats" for o in g["ops"]) == len(bns),
+          "flops: batch norm split as well")
+
+    g, T = export("transformer-train-b2.json", "--model", "transformer", "--batch", "2")
+    fixed = [o for o in g["ops"] if o.get("recomputable") is False]
+    # 2 layers x (attention dropout, dropout after attention, after linear1, after linear2)
+    check(len(fixed) == 8 and all(o["op"] == "aten.bernoulli_" for o in fixed),
+          "train: the 8 dropout masks (bernoulli_) are not recomputable, nothing else")
+    empties = [o for o in g["ops"] if o["op"] == "aten.empty_like"]
+    check(len(empties) == 8 and all(o.get("recomputable", True) for o in empties),
+          "train: dropout's empty_like (overwritten whole by bernoulli_) stays recomputable")
 
     g, T = export("transformer-infer-b2.json", "--model", "transformer", "--batch", "2", "--mode", "inference")
     check(all(o["phase"] == "forward" for o in g["ops"]), "inference: forward ops only")

@@ -66,6 +66,15 @@ def main(argv):
     case("inplace_unknown", "inplace_of", lambda g: g["tensors"][tpos[upd["id"]]].update(inplace_of="nowhere"))
     case("bad_format", "format", lambda g: g.update(format="other"))
     case("negative_cost", "cost", lambda g: g["ops"][0].update(cost=-1))
+    # the optional fields of exporter v2 (docs/format.md): meta.cost_unit, recomputable, implementations
+    conv = next(i for i, op in enumerate(ops) if op.get("implementations"))
+    case("bad_cost_unit", "cost_unit", lambda g: g["meta"].update(cost_unit="joules"))
+    case("recomputable_not_bool", "recomputable", lambda g: g["ops"][0].update(recomputable="no"))
+    case("impl_twice", "twice", lambda g: g["ops"][conv]["implementations"].append(
+        dict(g["ops"][conv]["implementations"][0])))
+    case("impl_negative_workspace", "workspace", lambda g: g["ops"][conv]["implementations"][0].update(workspace=-1))
+    case("impl_no_name", "no name", lambda g: g["ops"][conv]["implementations"][0].pop("name"))
+    case("impl_not_list", "not a list", lambda g: g["ops"][conv].update(implementations={"name": "x"}))
 
     failures = 0
     for name, expect, g in cases:

@@ -3,7 +3,10 @@
 
 usage: reexport.py TOOLS_DIR BUNDLED_FILE OUT_FILE EXPORTER_ARGS...
 Exit 77 (ctest SKIP_RETURN_CODE) when torch/torchvision cannot be imported.
-Compares op count, tensor count, total bytes, given-order peak and the sequence of op names.
+Compares op count, tensor count, total bytes, given-order peak and the sequence of op names (each
+reported on its own), then requires the same JSON document (every field: costs, workspaces,
+implementations, recomputable, meta) and the same bytes (the exporter is deterministic and gzips
+with mtime 0).
 """
 
 import os
@@ -41,8 +44,17 @@ def main(argv):
             bad += 1
         else:
             print(f"ok {what}: {x if not isinstance(x, list) else len(x)}")
+    if new != old:
+        diff = [o["id"] for o, p in zip(new["ops"], old["ops"]) if o != p]
+        print(f"FAIL documents differ (ops differing: {diff[:5]}{'...' if len(diff) > 5 else ''}; "
+              f"meta equal: {new.get('meta') == old.get('meta')}; tensors equal: {new['tensors'] == old['tensors']})")
+        bad += 1
+    else:
+        print("ok same document")
     with open(out, "rb") as f1, open(bundled, "rb") as f2:
-        print("files are byte-identical" if f1.read() == f2.read() else "note: files are not byte-identical")
+        same = f1.read() == f2.read()
+    print("ok files are byte-identical" if same else "FAIL files are not byte-identical")
+    bad += 0 if same else 1
     return 1 if bad else 0
 
 
