@@ -12,8 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/initializer.hpp>
+#include <memplan/ad/program_types.hpp>
+#include <memplan/ad/run_node.hpp>
 #include <memplan/ad/tensor.hpp>
+#include <memplan/ad/validate.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/base/kinds.hpp>
 

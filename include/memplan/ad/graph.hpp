@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/program_types.hpp>
+#include <memplan/ad/validate.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 
 namespace memplan::ad {

@@ -24,8 +24,11 @@
 
 #include <memplan/ad/graph.hpp>
 #include <memplan/ad/models/model.hpp>
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/initializer.hpp>
+#include <memplan/ad/program_types.hpp>
+#include <memplan/ad/run_node.hpp>
 #include <memplan/ad/tensor.hpp>
+#include <memplan/ad/validate.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
