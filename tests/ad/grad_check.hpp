@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <memplan/ad/eager.hpp>
 #include <memplan/ad/tape.hpp>
@@ -27,7 +29,7 @@ inline double loss_value(eager_runner& r) {
 }
 
 inline int check_program_gradients(const program& p, const std::function<void(eager_runner&)>& prepare,
-                                   grad_check_options o);
+                                   grad_check_options o, std::vector<std::int32_t> impl = {});
 
 // Returns the number of elements compared.
 inline int check_gradients(tape& t, var y, const std::function<void(eager_runner&)>& prepare = {},
@@ -42,10 +44,11 @@ inline int check_gradients(tape& t, var y, const std::function<void(eager_runner
   }, o);
 }
 
-// Gradient check of a whole training-step program with respect to every weight.
+// Gradient check of a whole training-step program with respect to every weight, each node running
+// the implementation `impl` chooses (eager_options::impl; empty: the defaults).
 inline int check_program_gradients(const program& p, const std::function<void(eager_runner&)>& prepare,
-                                   grad_check_options o) {
-  eager_runner run(p, {.poison = true});
+                                   grad_check_options o, std::vector<std::int32_t> impl) {
+  eager_runner run(p, {.poison = true, .impl = std::move(impl)});
   prepare(run);
   for (auto [w, gt] : p.weight_grads) run.keep(gt);
   run.run(true, true, false);

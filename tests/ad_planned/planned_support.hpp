@@ -9,6 +9,12 @@
 #include <vector>
 
 #include <memplan/core/adapt.hpp>
+#include <memplan/core/bounds.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/plan.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/core/timeline.hpp>
 #include <memplan/ad/data.hpp>
 #include <memplan/ad/models/cnn.hpp>
 #include <memplan/ad/models/mlp.hpp>
@@ -53,14 +59,18 @@ inline case_model small_transformer() {
           2};
 }
 
-// N steps with a fresh stream of seed `seed`, on any runner with data()/run().
+// N steps with a fresh stream of seed `seed`, on any runner with data()/run(); a planned runner's
+// arena high-water of every step goes to `high`.
 template <class Runner>
-std::vector<float> train(Runner& r, const case_model& c, int steps, std::uint64_t seed, std::vector<float>* losses) {
+std::vector<float> train(Runner& r, const case_model& c, int steps, std::uint64_t seed, std::vector<float>* losses,
+                         std::vector<std::int64_t>* high = nullptr) {
   auto go = [&](auto task) {
     ad::data_stream<decltype(task)> d(task, seed);
     for (int s = 0; s < steps; ++s) {
       const float l = ad::train_step(r, c.m, d);
       if (losses) losses->push_back(l);
+      if constexpr (requires { r.last_stats(); })
+        if (high) high->push_back(r.last_stats().high_water);
     }
   };
   if (c.kind == 0) go(ad::two_spirals{});
@@ -74,8 +84,9 @@ struct eager_reference {
   std::int64_t peak = 0;
 };
 
-inline eager_reference eager_training(const case_model& c, int steps, std::uint64_t seed) {
-  ad::eager_runner e(c.m.step, {.poison = true});
+// Eager training, each node running the implementation `impl` chooses (empty: the defaults).
+inline eager_reference eager_training(const case_model& c, int steps, std::uint64_t seed, std::vector<std::int32_t> impl = {}) {
+  ad::eager_runner e(c.m.step, {.poison = true, .impl = std::move(impl)});
   eager_reference ref;
   ref.initial = ad::read_state(c.m.step, e);
   ref.state = train(e, c, steps, seed, &ref.losses);
@@ -178,6 +189,124 @@ inline void cross_product(const case_model& c, const std::vector<std::string>& s
   MESSAGE(c.name << " (" << prob.num_ops() << " ops): " << pairs << " scheduler x placer plans trained " << steps
                  << " steps bitwise equal to eager");
   CHECK(pairs > 0);
+}
+
+// ---- implementation choices ------------------------------------------------------------------
+
+// Test-only stage: gives every op step that has implementation alternatives one of them -- drawn per
+// op from `seed` (the same for every step of an op), the one with the least workspace (first on a
+// tie), or a non-default one for every op (alternatives in turn by op id) -- and re-derives the
+// profile, so that the placer places the chosen workspaces. Not a planning policy (it ignores
+// costs): it makes plans whose steps run non-default implementations. It sits in the checkpointer
+// slot of a pipeline, the slot between scheduler and placer.
+struct choose_implementations {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  enum class mode { random, least_workspace, every_alternative };
+  mode how = mode::random;
+  std::uint64_t seed = 1;
+  [[nodiscard]] std::string name() const {
+    if (how == mode::random) return "choose_implementations(seed " + std::to_string(seed) + ")";
+    return how == mode::least_workspace ? "choose_implementations(least workspace)" : "choose_implementations(every alternative)";
+  }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context&) const {
+    for (auto& st : tl.steps) {
+      if (!runs_op(st.kind)) continue;
+      const auto im = p.implementations(st.op());
+      if (im.empty()) continue;
+      const auto n = static_cast<std::int32_t>(im.size());
+      if (how == mode::random) {
+        ad::rng g(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(st.op().value()));
+        st.impl = static_cast<std::int32_t>(g.below(n));
+      } else if (how == mode::every_alternative) {
+        st.impl = n > 1 ? 1 + st.op().value() % (n - 1) : 0;
+      } else {
+        std::size_t best = 0;
+        for (std::size_t k = 1; k < im.size(); ++k)
+          if (im[k].workspace < im[best].workspace) best = k;
+        st.impl = static_cast<std::int32_t>(best);
+      }
+    }
+    derive(p, tl);
+    return tl;
+  }
+};
+
+// memplan::plan(p, sched | pick | placer, ctx) but for the lower bound the plan claims. plan()
+// certifies a plan that only reorders against lower_bound_peak(p), and that bound counts every op's
+// own (default) workspace, so it does not hold once steps choose an implementation with less
+// workspace (verify then rejects the plan: "lower bound above its own peak"; a core issue, reported).
+// Here the plan claims op_local_bound(p), which takes each op's smallest workspace. Verified.
+template <class S, class P>
+memory_plan plan_choosing(const problem& p, const S& sched, const choose_implementations& pick, const P& placer, plan_context ctx) {
+  ctx.alignment = ad::plan_alignment;
+  ctx.cache = ctx.cache_for(p);
+  auto tl = run_stage(sched, p, timeline{}, ctx);
+  tl = run_stage(pick, p, std::move(tl), ctx);
+  tl = run_stage(placer, p, std::move(tl), ctx);
+  memory_plan mp{std::move(tl), {}};
+  mp.stats = timeline_stats(p, mp);
+  set_lower_bound(mp.stats, op_local_bound(p));
+  mp.stats.given_peak = ctx.cache->given_peak();
+  verify_or_throw(p, mp);
+  return mp;
+}
+
+// Steps of a plan that run a non-default implementation.
+inline int non_default_steps(const memory_plan& mp) {
+  int n = 0;
+  for (const auto& st : mp.steps) n += runs_op(st.kind) && st.impl > 0;
+  return n;
+}
+
+// Trains under a plan whose steps chose implementations and eagerly with the same choices
+// (implementation_choices), poisoned, from the same seed and data: every loss and the final weights
+// and optimizer state bit for bit, and the arena's high-water equals the plan's arena every step.
+inline void check_with_choices(const case_model& c, const problem& prob, const memory_plan& mp, int steps, std::uint64_t seed) {
+  CAPTURE(c.name);
+  CAPTURE(mp.stats.scheduler);
+  CAPTURE(mp.stats.checkpointer);
+  CAPTURE(mp.stats.placer);
+  const auto choices = ad::implementation_choices(c.m.step, prob, mp);
+  const auto ref = eager_training(c, steps, seed, choices);
+  REQUIRE_FALSE(same_bits(ref.initial, ref.state));
+  ad::planned_runner r(c.m.step, prob, mp, {.poison = true});
+  CHECK(r.implementation_choices() == choices);
+  std::vector<float> losses;
+  std::vector<std::int64_t> high;
+  const auto state = train(r, c, steps, seed, &losses, &high);
+  CHECK(same_bits(losses, ref.losses));
+  CHECK(same_bits(state, ref.state));
+  for (auto h : high) CHECK(h == mp.arena);
+}
+
+// Every registered scheduler x placer with implementations chosen at random per plan (a new seed
+// for every pair), each plan checked by check_with_choices.
+inline void cross_product_with_choices(const case_model& c, const std::vector<std::string>& schedulers,
+                                       const std::vector<std::string>& placer_names, int steps) {
+  const auto prob = ad::make_problem(c.m.step);
+  int pairs = 0, chosen = 0;
+  std::uint64_t seed = 0;
+  for (const auto& s : all_schedules(prob, schedulers)) {
+    if (!s.result) {
+      MESSAGE(c.name << ": scheduler '" << s.name << "' skipped: " << s.skipped);
+      continue;
+    }
+    for (const auto& pl : placer_names) {
+      if (is_ilp(pl) && !memplan::testing::milp_backend().available()) continue;
+      plan_context ctx;
+      ctx.time_limit_s = 0.2;
+      ctx.solver = memplan::testing::milp_backend();
+      const auto mp = plan_choosing(prob, *s.result, choose_implementations{choose_implementations::mode::random, ++seed},
+                                    placers().make(pl), ctx);
+      check_with_choices(c, prob, mp, steps, 4242);
+      chosen += non_default_steps(mp);
+      ++pairs;
+    }
+  }
+  MESSAGE(c.name << " (" << prob.num_ops() << " ops): " << pairs << " scheduler x placer plans with random implementation choices ("
+                 << chosen << " non-default steps) trained " << steps << " steps bitwise equal to eager with the same choices");
+  CHECK(pairs > 0);
+  CHECK(chosen > 0);
 }
 
 }  // namespace adplanned

@@ -22,3 +22,9 @@ TEST_CASE("planned training (slow): larger transformer, every scheduler x every 
                           2};
   adplanned::cross_product(c, schedulers().names(), placers().names(), 20);
 }
+
+TEST_CASE("planned training (slow): small MLP, CNN and transformer, every scheduler x every placer with random implementation choices, 20 steps bitwise equal to eager with the same choices") {
+  adplanned::cross_product_with_choices(adplanned::small_mlp(), schedulers().names(), placers().names(), 20);
+  adplanned::cross_product_with_choices(adplanned::small_cnn(), schedulers().names(), placers().names(), 20);
+  adplanned::cross_product_with_choices(adplanned::small_transformer(), schedulers().names(), placers().names(), 20);
+}

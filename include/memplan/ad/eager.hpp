@@ -4,16 +4,23 @@
 // use in the run; resident storages (inputs, weights, optimizer states) live as long as the runner.
 // In-place outputs (optimizer updates) write into the storage of the tensor they replace.
 // With `poison`, every fresh allocation and the workspace are filled with NaN first, so a kernel that
-// reads memory it did not write shows up as NaN in the results.
+// reads memory it did not write shows up as NaN in the results. Each node runs the implementation
+// chosen for it in `impl` (ad/implementations.hpp; default: every node its default), e.g. the
+// choices of a memory plan (ad::implementation_choices, ad/run_plan.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/implementations.hpp>
+#include <memplan/ad/initializer.hpp>
+#include <memplan/ad/program_types.hpp>
+#include <memplan/ad/run_node.hpp>
 #include <memplan/ad/tensor.hpp>
+#include <memplan/ad/validate.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/base/kinds.hpp>
 
@@ -21,12 +28,17 @@ namespace memplan::ad {
 
 struct eager_options {
   bool poison = false;
+  std::vector<std::int32_t> impl{};  // per node: the implementation it runs (-1: the default); empty: all defaults
 };
 
 class eager_runner {
  public:
-  explicit eager_runner(const program& p, eager_options o = {}) : p_(p), opt_(o) {
+  explicit eager_runner(const program& p, eager_options o = {}) : p_(p), opt_(std::move(o)) {
     validate(p_);
+    if (!opt_.impl.empty() && opt_.impl.size() != p_.nodes.size())
+      throw error(errc::invalid_argument, "ad::eager_runner: " + std::to_string(opt_.impl.size()) + " implementation choices for " +
+                                              std::to_string(p_.nodes.size()) + " nodes");
+    for (std::size_t i = 0; i < opt_.impl.size(); ++i) (void)impl_workspace_bytes(p_.nodes[i], opt_.impl[i]);  // throws if unknown
     const auto n = p_.tensors.size();
     root_.resize(n);
     resident_.assign(n, false);
@@ -49,6 +61,8 @@ class eager_runner {
   }
 
   [[nodiscard]] const program& prog() const noexcept { return p_; }
+  // The implementation node i runs (-1: its default).
+  [[nodiscard]] std::int32_t implementation(std::size_t i) const { return opt_.impl.empty() ? -1 : opt_.impl.at(i); }
 
   // Keeps the storage of tensor t alive after a run so that it can be read (e.g. a gradient).
   void keep(std::int32_t t) { keep_.at(static_cast<std::size_t>(root(t))) = true; }
@@ -103,13 +117,15 @@ class eager_runner {
         }
         outs.push_back(buf_[r].data());
       }
-      if (nd.workspace_bytes > 0) {
-        const auto floats = (nd.workspace_bytes + 3) / 4;
+      const auto im = implementation(i);
+      const auto ws_bytes = impl_workspace_bytes(nd, im);
+      if (ws_bytes > 0) {
+        const auto floats = (ws_bytes + 3) / 4;
         if (ws_.size() < floats) ws_ = float_buffer(floats);
         if (opt_.poison) ws_.fill(poison_value());
       }
-      peak_bytes_ = std::max(peak_bytes_, live_bytes_ + nd.workspace_bytes);
-      run_node(nd, ins.data(), outs.data(), ws_.data());
+      peak_bytes_ = std::max(peak_bytes_, live_bytes_ + ws_bytes);
+      run_node(nd, im, ins.data(), outs.data(), ws_.data());
       auto release = [&](std::int32_t t) {
         const auto r = static_cast<std::size_t>(root(t));
         if (last[r] == static_cast<std::int32_t>(i) && !resident_[r] && !keep_[r] && buf_[r].data()) {
@@ -123,8 +139,8 @@ class eager_runner {
   }
   void run_forward() { run(true, false, false); }
 
-  // Peak of live tensor bytes (+ the running node's workspace) in the last run, memory rule of
-  // graph-format.md with the given order.
+  // Peak of live tensor bytes (+ the running node's workspace, of its chosen implementation) in the
+  // last run, memory rule of graph-format.md with the given order.
   [[nodiscard]] std::int64_t peak_bytes() const noexcept { return peak_bytes_; }
   [[nodiscard]] std::int64_t resident_bytes() const noexcept { return resident_bytes_; }
 

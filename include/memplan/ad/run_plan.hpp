@@ -7,9 +7,12 @@
 //   for (int s = 0; s < 80; ++s) ad::train_step(r, m, data);   // same numbers as eager_runner, bit for bit
 //
 // Every tensor of the program lives at its planned offset in ONE arena (runtime::executor); the
-// adapter plan_kernel maps op id -> node (to_dataflow_graph keeps op i == node i, tensor i == tensor i)
-// and hands run_node its float pointers in the node's own argument order, undoing the problem's
-// de-duplication of a tensor read twice by one node. Resident tensors (inputs, weights, optimizer
+// adapter plan_kernel maps op id -> node (make_problem / to_dataflow_graph keep op i == node i, tensor
+// i == tensor i) and hands run_node its float pointers in the node's own argument order, undoing the
+// problem's de-duplication of a tensor read twice by one node, and runs the implementation the plan
+// chose for the step (step.impl, an index into problem::implementations(op), mapped by name onto the
+// node's implementations; -1: the default). An eager run with the same choices
+// (eager_options::impl = implementation_choices(...)) gives the same bits. Resident tensors (inputs, weights, optimizer
 // state) start with the values eager_runner gives them: both go through fill_initial with the same
 // initializer, over the same set of tensors (resident_tensors()). Plans must be 64-byte aligned
 // (ad::tensor_alignment): the kernels require it and run_node checks it.
@@ -22,10 +25,15 @@
 #include <utility>
 #include <vector>
 
+#include <memplan/ad/costs.hpp>
 #include <memplan/ad/graph.hpp>
+#include <memplan/ad/implementations.hpp>
 #include <memplan/ad/models/model.hpp>
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/initializer.hpp>
+#include <memplan/ad/program_types.hpp>
+#include <memplan/ad/run_node.hpp>
 #include <memplan/ad/tensor.hpp>
+#include <memplan/ad/validate.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
@@ -85,18 +93,75 @@ std::vector<float> read_state(const program& p, Runner& r) {
   return v;
 }
 
-// The planner's view of a program: problem + the plan of a pipeline, at 64-byte alignment.
+// The planner's view of a program: problem (with the nodes' implementations, costed by `costs`) +
+// the plan of a pipeline, at 64-byte alignment.
 struct planned_program {
   problem prob;
   memory_plan plan;
 };
 
 template <stage S>
-planned_program plan_program(const program& prog, const S& pipe, plan_context ctx = {}) {
+planned_program plan_program(const program& prog, const S& pipe, plan_context ctx, const cost_table& costs) {
   if (ctx.alignment < plan_alignment) ctx.alignment = plan_alignment;
-  auto prob = make_problem(to_dataflow_graph(prog));
+  auto prob = make_problem(prog, costs);
   auto mp = plan(prob, pipe, ctx);
   return {std::move(prob), std::move(mp)};
+}
+template <stage S>
+planned_program plan_program(const program& prog, const S& pipe, plan_context ctx = {}) {
+  return plan_program(prog, pipe, std::move(ctx), flop_costs(prog));
+}
+
+// For every op of a problem of `prog`: problem implementation index -> the node's implementation
+// index (implementations.hpp), matched by name. Throws errc::invalid_argument when the problem lists
+// an implementation the node does not have, or gives an implementation (or the op itself) less
+// workspace than the node's kernel writes.
+inline std::vector<std::vector<std::int32_t>> implementation_map(const program& prog, const problem& pb) {
+  std::vector<std::vector<std::int32_t>> map(prog.nodes.size());
+  for (std::size_t i = 0; i < prog.nodes.size() && i < static_cast<std::size_t>(pb.num_ops()); ++i) {
+    const auto& nd = prog.nodes[i];
+    const auto o = static_cast<op_id>(i);
+    if (pb.workspace(o) < workspace_bytes(nd.kind, nd.attr))
+      throw error(errc::invalid_argument, "ad: op '" + pb.op_name(o) + "' has " + std::to_string(pb.workspace(o)) +
+                                              " bytes of workspace, its kernel writes " +
+                                              std::to_string(workspace_bytes(nd.kind, nd.attr)));
+    for (const auto& im : pb.implementations(o)) {
+      const auto k = find_implementation(nd, im.name);
+      if (k < 0)
+        throw error(errc::invalid_argument, "ad: op '" + pb.op_name(o) + "' lists implementation '" + im.name + "', node '" +
+                                                nd.name + "' (" + std::string(to_string(nd.kind)) + ") has none of that name");
+      if (im.workspace < impl_workspace_bytes(nd, k))
+        throw error(errc::invalid_argument, "ad: implementation '" + im.name + "' of op '" + pb.op_name(o) + "' has " +
+                                                std::to_string(im.workspace) + " bytes of workspace, its kernel writes " +
+                                                std::to_string(impl_workspace_bytes(nd, k)));
+      map[i].push_back(k);
+    }
+  }
+  return map;
+}
+
+// The implementation every node runs under a plan, as node implementation indices (-1: default) for
+// eager_options::impl: the one of its op's compute step. A plan that runs one op with two different
+// implementations (a recompute step choosing another) cannot be mirrored by one eager run: throws
+// errc::invalid_argument.
+inline std::vector<std::int32_t> implementation_choices(const program& prog, const problem& pb, const memory_plan& mp) {
+  const auto map = implementation_map(prog, pb);
+  std::vector<std::int32_t> choice(prog.nodes.size(), -1);
+  std::vector<bool> seen(prog.nodes.size(), false);
+  auto normal = [](std::int32_t k) { return k < 0 ? impl::standard : k; };
+  for (const auto& st : mp.steps) {
+    if (!runs_op(st.kind)) continue;
+    const auto i = static_cast<std::size_t>(st.op());
+    if (i >= prog.nodes.size()) throw error(errc::invalid_argument, "ad::implementation_choices: the plan runs an op the program does not have");
+    const auto k = st.impl < 0 ? -1 : map[i].at(static_cast<std::size_t>(st.impl));
+    if (seen[i] && normal(choice[i]) != normal(k))
+      throw error(errc::invalid_argument, "ad::implementation_choices: the plan runs node '" + prog.nodes[i].name +
+                                              "' with implementations " + std::to_string(normal(choice[i])) + " and " +
+                                              std::to_string(normal(k)) + "; one eager run cannot mirror that");
+    if (!seen[i]) choice[i] = k;
+    seen[i] = true;
+  }
+  return choice;
 }
 
 // Which nodes a pass runs: eager_runner's phase selection (phase `other` always runs).
@@ -138,11 +203,14 @@ class plan_kernel {
       for (auto t : nd.inputs) in_slot_[i].push_back(slot_of(pb.inputs(o), t, "reads"));
       for (auto t : nd.outputs) out_slot_[i].push_back(slot_of(pb.outputs(o), t, "writes"));
     }
+    impl_ = implementation_map(prog, pb);
   }
 
   void set_phases(phase_mask m) noexcept { mask_ = m; }
 
-  void operator()(op_id o, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte* ws) {
+  // Runs op o with the implementation the plan chose (impl: an index into problem::implementations(o),
+  // -1: the default).
+  void operator()(op_id o, std::int32_t impl, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte* ws) {
     const auto i = static_cast<std::size_t>(o);
     const auto& nd = prog_->nodes.at(i);
     if (!mask_.selects(nd.phase)) return;
@@ -150,12 +218,17 @@ class plan_kernel {
     outs_.clear();
     for (auto j : in_slot_[i]) ins_.push_back(reinterpret_cast<const float*>(in[static_cast<std::size_t>(j)]));
     for (auto j : out_slot_[i]) outs_.push_back(reinterpret_cast<float*>(out[static_cast<std::size_t>(j)]));
-    run_node(nd, ins_.data(), outs_.data(), ws);
+    run_node(nd, impl < 0 ? -1 : impl_[i].at(static_cast<std::size_t>(impl)), ins_.data(), outs_.data(), ws);
+  }
+  // The default implementation (executors that pass no choice, e.g. runtime::eager_executor).
+  void operator()(op_id o, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte* ws) {
+    (*this)(o, -1, in, out, ws);
   }
 
  private:
   const program* prog_;
   std::vector<std::vector<std::int32_t>> in_slot_, out_slot_;
+  std::vector<std::vector<std::int32_t>> impl_;  // per op: problem implementation -> node implementation
   phase_mask mask_{};
   std::vector<const float*> ins_;
   std::vector<float*> outs_;
@@ -184,6 +257,10 @@ class planned_runner {
   [[nodiscard]] const problem& prob() const noexcept { return s_->prob; }
   [[nodiscard]] const memory_plan& plan() const noexcept { return s_->ex.plan(); }
   [[nodiscard]] const runtime::executor<>& executor() const noexcept { return s_->ex; }
+  // The implementation each node runs under this plan (for eager_options::impl).
+  [[nodiscard]] std::vector<std::int32_t> implementation_choices() const {
+    return ad::implementation_choices(s_->prog, s_->prob, s_->ex.plan());
+  }
 
   // The values of tensor t in the arena: resident tensors always, outputs after a run. Other
   // tensors share their bytes with others over the step and have no lasting value.

@@ -13,113 +13,28 @@
 // materialises it with an explicit strided_copy node (like PyTorch's .contiguous()), which does allocate.
 #include <algorithm>
 #include <array>
-#include <concepts>
 #include <cstdint>
 #include <numeric>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <memplan/ad/backward.hpp>
+#include <memplan/ad/initializer.hpp>
+#include <memplan/ad/ops.hpp>
+#include <memplan/ad/optimizers.hpp>
 #include <memplan/ad/program.hpp>
+#include <memplan/ad/step_builder.hpp>
 #include <memplan/ad/tensor.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/kinds.hpp>
 
 namespace memplan::ad {
 
 // A handle to a tape value (a storage or a view of one).
 struct var {
   std::int32_t id = -1;
-};
-
-// ---- program building helpers shared by the tape and the optimizers --------------------------------
-
-class step_builder {
- public:
-  explicit step_builder(program& p) : p_(p) {}
-
-  std::int32_t add_tensor(std::string name, shape_t shape, tensor_kind kind, initializer init = {},
-                          std::int32_t inplace_of = -1) {
-    p_.tensors.push_back({std::move(name), std::move(shape), kind, inplace_of, init});
-    return static_cast<std::int32_t>(p_.tensors.size() - 1);
-  }
-  std::int32_t add_node(std::string name, kernel k, node_attr attr, std::vector<std::int32_t> ins,
-                        std::vector<std::int32_t> outs, op_phase phase) {
-    node n;
-    n.name = std::move(name);
-    n.kind = k;
-    n.workspace_bytes = workspace_bytes(k, attr);
-    n.flops = flops(k, attr);
-    n.attr = std::move(attr);
-    n.inputs = std::move(ins);
-    n.outputs = std::move(outs);
-    n.phase = phase;
-    p_.nodes.push_back(std::move(n));
-    return static_cast<std::int32_t>(p_.nodes.size() - 1);
-  }
-  [[nodiscard]] const tensor_info& tensor(std::int32_t t) const { return p_.tensors.at(static_cast<std::size_t>(t)); }
-  [[nodiscard]] program& prog() { return p_; }
-
- private:
-  program& p_;
-};
-
-// An optimizer is a small copyable value that emits the update nodes of one training step for every
-// (weight, final gradient) pair, in place into the weights and its own optimizer-state tensors.
-template <class O>
-concept optimizer = std::copyable<O> && requires(const O& o, step_builder& b,
-                                                 std::span<const std::pair<std::int32_t, std::int32_t>> wg) {
-  { o.emit(b, wg) } -> std::same_as<void>;
-  { o.name() } -> std::convertible_to<std::string>;
-};
-
-// SGD with (heavy-ball) momentum: v' = momentum*v + g, w' = w - lr*v'. momentum == 0: no state.
-struct sgd {
-  float lr = 0.01f;
-  float momentum = 0.0f;
-  [[nodiscard]] std::string name() const { return "sgd"; }
-  void emit(step_builder& b, std::span<const std::pair<std::int32_t, std::int32_t>> wg) const {
-    if (!(lr >= 0.0f) || !(momentum >= 0.0f && momentum < 1.0f))
-      throw error(errc::invalid_argument, "ad::sgd: lr must be >= 0 and momentum in [0, 1)");
-    for (auto [w, g] : wg) {
-      const auto wi = b.tensor(w);
-      const auto n = wi.numel();
-      const auto w_next = b.add_tensor(wi.name + ".next", wi.shape, tensor_kind::weight, {}, w);
-      if (momentum != 0.0f) {
-        const auto v = b.add_tensor(wi.name + ".momentum", wi.shape, tensor_kind::optimizer_state, init::zeros());
-        const auto v_next = b.add_tensor(wi.name + ".momentum.next", wi.shape, tensor_kind::optimizer_state, {}, v);
-        b.add_node("sgd:" + wi.name, kernel::sgd, sgd_attr{n, lr, momentum}, {w, v, g}, {w_next, v_next}, op_phase::update);
-      } else {
-        b.add_node("sgd:" + wi.name, kernel::sgd, sgd_attr{n, lr, 0.0f}, {w, g}, {w_next}, op_phase::update);
-      }
-    }
-  }
-};
-
-// Adam (Kingma & Ba 2015, Alg. 1). The step count t is an optimizer_state scalar incremented in place
-// once per step; every weight's update reads the incremented count for the bias corrections.
-struct adam {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  [[nodiscard]] std::string name() const { return "adam"; }
-  void emit(step_builder& b, std::span<const std::pair<std::int32_t, std::int32_t>> wg) const {
-    if (!(lr >= 0.0f) || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) || !(eps > 0.0f))
-      throw error(errc::invalid_argument, "ad::adam: need lr >= 0, beta1 and beta2 in [0, 1), eps > 0");
-    if (wg.empty()) return;
-    const auto t = b.add_tensor("adam.step", {1}, tensor_kind::optimizer_state, init::zeros());
-    const auto t_next = b.add_tensor("adam.step.next", {1}, tensor_kind::optimizer_state, {}, t);
-    b.add_node("adam:step", kernel::step_increment, std::monostate{}, {t}, {t_next}, op_phase::update);
-    for (auto [w, g] : wg) {
-      const auto wi = b.tensor(w);
-      const auto m = b.add_tensor(wi.name + ".adam_m", wi.shape, tensor_kind::optimizer_state, init::zeros());
-      const auto v = b.add_tensor(wi.name + ".adam_v", wi.shape, tensor_kind::optimizer_state, init::zeros());
-      const auto w_next = b.add_tensor(wi.name + ".next", wi.shape, tensor_kind::weight, {}, w);
-      const auto m_next = b.add_tensor(wi.name + ".adam_m.next", wi.shape, tensor_kind::optimizer_state, {}, m);
-      const auto v_next = b.add_tensor(wi.name + ".adam_v.next", wi.shape, tensor_kind::optimizer_state, {}, v);
-      b.add_node("adam:" + wi.name, kernel::adam, adam_attr{wi.numel(), lr, beta1, beta2, eps}, {w, m, v, g, t_next},
-                 {w_next, m_next, v_next}, op_phase::update);
-    }
-  }
 };
 
 struct conv2d_options {
@@ -366,8 +281,11 @@ class tape {
   }
 
   // ---- the training step ----
+  // Forward + loss seed + backward + the optimizer's updates, as one validated program (backward.hpp).
   template <optimizer O>
-  [[nodiscard]] program training_step(var loss, const O& opt) const;
+  [[nodiscard]] program training_step(var loss, const O& opt) const {
+    return build_training_step(prog_, storage_of(loss), needs_grad_, shape(loss), opt);
+  }
 
  private:
   struct value {
@@ -533,191 +451,5 @@ class tape {
   std::vector<bool> needs_grad_;  // per program tensor
   std::uint64_t seed_;
 };
-
-// ---- backward construction -------------------------------------------------------------------------
-
-template <optimizer O>
-program tape::training_step(var loss_var, const O& opt) const {
-  program p = prog_;
-  const auto loss = storage_of(loss_var);
-  if (p.tensors[static_cast<std::size_t>(loss)].numel() != 1)
-    throw error(errc::invalid_argument, "ad::training_step: the loss '" + p.tensors[static_cast<std::size_t>(loss)].name +
-                                            "' must hold one element, it is " + to_string(shape(loss_var)));
-  if (!needs_grad_[static_cast<std::size_t>(loss)])
-    throw error(errc::invalid_argument, "ad::training_step: the loss does not depend on any weight");
-  p.loss = loss;
-  p.tensors[static_cast<std::size_t>(loss)].kind = tensor_kind::output;
-  const auto n_forward = p.nodes.size();
-  step_builder b(p);
-  std::vector<std::int32_t> grad(p.tensors.size(), -1);
-  std::vector<int> n_contrib(p.tensors.size(), 0);
-  auto ng = [&](std::int32_t t) { return static_cast<std::size_t>(t) < needs_grad_.size() && needs_grad_[static_cast<std::size_t>(t)]; };
-  auto tname = [&](std::int32_t t) { return p.tensors[static_cast<std::size_t>(t)].name; };
-  auto shape_of = [&](std::int32_t t) { return p.tensors[static_cast<std::size_t>(t)].shape; };
-  // Gradient accumulation: several consumers -> explicit add nodes (a running sum).
-  auto contribute = [&](std::int32_t t, std::int32_t g) {
-    auto& acc = grad[static_cast<std::size_t>(t)];
-    if (acc < 0) {
-      acc = g;
-    } else {
-      const auto nm = "d:" + tname(t) + "#" + std::to_string(++n_contrib[static_cast<std::size_t>(t)]);
-      const auto sum = b.add_tensor(nm, shape_of(t), tensor_kind::gradient);
-      b.add_node("accumulate:" + nm, kernel::add, binary_attr{1, p.tensors[static_cast<std::size_t>(t)].numel(), false},
-                 {acc, g}, {sum}, op_phase::backward);
-      acc = sum;
-    }
-  };
-  // Emits one backward node producing the contribution to tensor `to` and records it.
-  auto emit = [&](const node& fwd, const char* what, std::int32_t to, kernel k, node_attr attr, std::vector<std::int32_t> ins) {
-    const auto nm = "d:" + tname(to) + "@" + fwd.name + "." + what;
-    const auto g = b.add_tensor(nm, shape_of(to), tensor_kind::gradient);
-    b.add_node(fwd.name + "." + what, k, std::move(attr), std::move(ins), {g}, op_phase::backward);
-    contribute(to, g);
-  };
-
-  {
-    const auto seed = b.add_tensor("d:" + tname(loss), {1}, tensor_kind::gradient);
-    b.add_node("seed:" + tname(loss), kernel::fill, fill_attr{1, 1.0f}, {}, {seed}, op_phase::backward);
-    grad[static_cast<std::size_t>(loss)] = seed;
-  }
-
-  for (std::size_t i = n_forward; i-- > 0;) {
-    const node fwd = p.nodes[i];  // copy: p.nodes grows below
-    const auto dy = grad[static_cast<std::size_t>(fwd.outputs[0])];
-    if (dy < 0) continue;  // no gradient reaches this node
-    const auto& in = fwd.inputs;
-    const auto& out = fwd.outputs;
-    switch (fwd.kind) {
-      case kernel::fill: break;
-      case kernel::strided_copy: {
-        auto a = std::get<strided_attr>(fwd.attr);
-        a.scatter = true;
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::strided_copy, a, {dy});
-        break;
-      }
-      case kernel::matmul: {
-        const auto a = std::get<matmul_attr>(fwd.attr);
-        if (ng(in[0])) {  // d op(A) = alpha * dC op(B)^T, written through A's own strides
-          matmul_attr d;
-          d.batch[0] = a.batch[0], d.batch[1] = a.batch[1], d.alpha = a.alpha;
-          d.ldc = a.lda, d.stride_c[0] = a.stride_a[0], d.stride_c[1] = a.stride_a[1];
-          std::vector<std::int32_t> ins;
-          if (!a.trans_a) {  // dA[m,k] = dC[m,n] * op(B)^T
-            d.m = a.m, d.n = a.k, d.k = a.n;
-            d.trans_a = false, d.lda = a.ldc, d.stride_a[0] = a.stride_c[0], d.stride_a[1] = a.stride_c[1];
-            d.trans_b = !a.trans_b, d.ldb = a.ldb, d.stride_b[0] = a.stride_b[0], d.stride_b[1] = a.stride_b[1];
-            ins = {dy, in[1]};
-          } else {  // A stored [k,m]: dA = op(B)[k,n] * dC^T
-            d.m = a.k, d.n = a.m, d.k = a.n;
-            d.trans_a = a.trans_b, d.lda = a.ldb, d.stride_a[0] = a.stride_b[0], d.stride_a[1] = a.stride_b[1];
-            d.trans_b = true, d.ldb = a.ldc, d.stride_b[0] = a.stride_c[0], d.stride_b[1] = a.stride_c[1];
-            ins = {in[1], dy};
-          }
-          emit(fwd, "grad_a", in[0], kernel::matmul, d, ins);
-        }
-        if (ng(in[1])) {  // d op(B) = alpha * op(A)^T dC
-          matmul_attr d;
-          d.batch[0] = a.batch[0], d.batch[1] = a.batch[1], d.alpha = a.alpha;
-          d.ldc = a.ldb, d.stride_c[0] = a.stride_b[0], d.stride_c[1] = a.stride_b[1];
-          std::vector<std::int32_t> ins;
-          if (!a.trans_b) {  // dB[k,n] = op(A)^T[k,m] * dC[m,n]
-            d.m = a.k, d.n = a.n, d.k = a.m;
-            d.trans_a = !a.trans_a, d.lda = a.lda, d.stride_a[0] = a.stride_a[0], d.stride_a[1] = a.stride_a[1];
-            d.trans_b = false, d.ldb = a.ldc, d.stride_b[0] = a.stride_c[0], d.stride_b[1] = a.stride_c[1];
-            ins = {in[0], dy};
-          } else {  // B stored [n,k]: dB = dC^T[n,m] * op(A)[m,k]
-            d.m = a.n, d.n = a.k, d.k = a.m;
-            d.trans_a = true, d.lda = a.ldc, d.stride_a[0] = a.stride_c[0], d.stride_a[1] = a.stride_c[1];
-            d.trans_b = a.trans_a, d.ldb = a.lda, d.stride_b[0] = a.stride_a[0], d.stride_b[1] = a.stride_a[1];
-            ins = {dy, in[0]};
-          }
-          emit(fwd, "grad_b", in[1], kernel::matmul, d, ins);
-        }
-        if (a.bias && ng(in[2]))
-          emit(fwd, "grad_bias", in[2], kernel::sum_keep_mid, reduce_attr{a.batch[0] * a.batch[1] * a.m, a.n, 1, 1.0f}, {dy});
-        break;
-      }
-      case kernel::add: {
-        const auto a = std::get<binary_attr>(fwd.attr);
-        if (ng(in[0])) contribute(in[0], dy);  // the gradient passes through unchanged: no node, no memory
-        if (ng(in[1])) {
-          if (a.broadcast_b) emit(fwd, "grad_b", in[1], kernel::sum_keep_mid, reduce_attr{a.outer, a.inner, 1, 1.0f}, {dy});
-          else contribute(in[1], dy);
-        }
-        break;
-      }
-      case kernel::mul: {
-        const auto a = std::get<binary_attr>(fwd.attr);
-        if (ng(in[0])) emit(fwd, "grad_a", in[0], kernel::mul, a, {dy, in[1]});
-        if (ng(in[1])) {
-          if (a.broadcast_b) emit(fwd, "grad_b", in[1], kernel::mul_grad_broadcast, a, {dy, in[0]});
-          else emit(fwd, "grad_b", in[1], kernel::mul, a, {dy, in[0]});
-        }
-        break;
-      }
-      case kernel::scale:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::scale, fwd.attr, {dy});
-        break;
-      case kernel::relu:
-      case kernel::sigmoid:
-      case kernel::tanh: {  // these gradients need the output, not the input
-        const auto k = fwd.kind == kernel::relu ? kernel::relu_grad : fwd.kind == kernel::sigmoid ? kernel::sigmoid_grad : kernel::tanh_grad;
-        if (ng(in[0])) emit(fwd, "grad", in[0], k, fwd.attr, {out[0], dy});
-        break;
-      }
-      case kernel::sum_mid:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::broadcast_mid, fwd.attr, {dy});
-        break;
-      case kernel::conv2d: {
-        const auto a = std::get<conv_attr>(fwd.attr);
-        if (ng(in[0])) emit(fwd, "grad_input", in[0], kernel::conv2d_grad_input, a, {in[1], dy});
-        if (ng(in[1])) emit(fwd, "grad_weight", in[1], kernel::conv2d_grad_weight, a, {in[0], dy});
-        if (a.bias && ng(in[2]))
-          emit(fwd, "grad_bias", in[2], kernel::sum_keep_mid, reduce_attr{a.n, a.f, a.ho * a.wo, 1.0f}, {dy});
-        break;
-      }
-      case kernel::max_pool2d:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::max_pool2d_grad, fwd.attr, {out[1], dy});
-        break;
-      case kernel::avg_pool2d:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::avg_pool2d_grad, fwd.attr, {dy});
-        break;
-      case kernel::batch_norm:
-      case kernel::layer_norm: {
-        const auto a = std::get<norm_attr>(fwd.attr);
-        const bool bn = fwd.kind == kernel::batch_norm;
-        if (ng(in[0]))
-          emit(fwd, "grad_input", in[0], bn ? kernel::batch_norm_grad_input : kernel::layer_norm_grad_input, a,
-               {in[0], in[1], out[1], out[2], dy});
-        if (ng(in[1]))
-          emit(fwd, "grad_gamma", in[1], bn ? kernel::batch_norm_grad_gamma : kernel::layer_norm_grad_gamma, a,
-               {in[0], out[1], out[2], dy});
-        if (ng(in[2]))
-          emit(fwd, "grad_beta", in[2], kernel::sum_keep_mid,
-               bn ? reduce_attr{a.outer, a.channels, a.inner, 1.0f} : reduce_attr{a.outer, a.channels, 1, 1.0f}, {dy});
-        break;
-      }
-      case kernel::softmax:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::softmax_grad, fwd.attr, {out[0], dy});
-        break;
-      case kernel::softmax_xent:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::softmax_xent_grad, fwd.attr, {out[1], in[1], dy});
-        break;
-      case kernel::embedding:
-        if (ng(in[0])) emit(fwd, "grad", in[0], kernel::embedding_grad, fwd.attr, {in[1], dy});
-        break;
-      default:
-        throw error(errc::invalid_graph, "ad::training_step: node '" + fwd.name + "' (" + std::string(to_string(fwd.kind)) +
-                                             ") has no backward rule");
-    }
-  }
-
-  for (std::size_t t = 0; t < prog_.tensors.size(); ++t)
-    if (prog_.tensors[t].kind == tensor_kind::weight && grad[t] >= 0)
-      p.weight_grads.emplace_back(static_cast<std::int32_t>(t), grad[t]);
-  opt.emit(b, p.weight_grads);
-  validate(p);
-  return p;
-}
 
 }  // namespace memplan::ad

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <memplan/ad/eager.hpp>
-#include <memplan/ad/program.hpp>
+#include <memplan/ad/program_types.hpp>
 #include <memplan/ad/tensor.hpp>
 
 namespace memplan::ad {
