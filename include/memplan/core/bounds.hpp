@@ -11,6 +11,13 @@
 
 namespace memplan {
 
+// The least workspace an op can run with: its own, or an implementation's (MONeT §3).
+inline std::int64_t min_workspace(const problem& p, op_id o) {
+  std::int64_t ws = p.workspace(o);
+  for (const auto& im : p.implementations(o)) ws = std::min(ws, im.workspace);
+  return ws;
+}
+
 // ---- lower bounds on the peak of any order ----------------------------------------------------------
 struct peak_lower_bound {
   std::int64_t bytes = 0;
@@ -18,8 +25,8 @@ struct peak_lower_bound {
   bool uses_reachability = false;  // false: the cheap "op-local" bound only (graph too large)
 };
 
-// At every op v, any order holds: the resident storages, the storages v reads or writes, v's
-// workspace, and every storage allocated by a proper ancestor of v and used by a proper descendant
+// At every op v, any order holds: the resident storages, the storages v reads or writes, v's least
+// workspace over its implementations, and every storage allocated by a proper ancestor of v and used by a proper descendant
 // of v (it must be live across v). The bound is the max over v. The ancestor/descendant part is
 // computed exactly with blocked bitsets (64·W ops per block, O(E·n/64) word operations) up to
 // `max_ops_for_reachability` ops; beyond that only the op-local part is used (still valid).
@@ -30,7 +37,7 @@ inline peak_lower_bound lower_bound_peak(const problem& p, std::int32_t max_ops_
   lb.bytes = p.resident_bytes();
   std::vector<std::int64_t> at(n, 0);
   for (std::size_t v = 0; v < n; ++v) {
-    std::int64_t b = p.resident_bytes() + p.workspace(static_cast<op_id>(v));
+    std::int64_t b = p.resident_bytes() + min_workspace(p, static_cast<op_id>(v));
     for (auto s : p.touched(static_cast<op_id>(v)))
       if (!p.resident(s)) b += p.storage_bytes(s);
     at[v] = b;
@@ -100,9 +107,7 @@ inline peak_lower_bound lower_bound_peak(const problem& p, std::int32_t max_ops_
 inline std::int64_t op_local_bound(const problem& p) {
   std::int64_t best = p.resident_bytes();
   for (op_id v = 0; v < p.num_ops(); ++v) {
-    std::int64_t ws = p.workspace(v);
-    for (const auto& im : p.implementations(v)) ws = std::min(ws, im.workspace);
-    std::int64_t b = p.resident_bytes() + ws;
+    std::int64_t b = p.resident_bytes() + min_workspace(p, v);
     for (auto s : p.touched(v))
       if (!p.resident(s)) b += p.storage_bytes(s);
     best = std::max(best, b);

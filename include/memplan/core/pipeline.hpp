@@ -93,24 +93,33 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   }
   if constexpr (has_reducer) {
     if (limited && tl.arena > limit) {
-      // Lower the target by the overshoot (fragmentation, alignment) and run the reducer again.
-      std::int64_t target = run_ctx.memory_target;
+      // The placed arena overshoots (fragmentation, alignment): aim the reducer lower. Its least
+      // target first (can the budget be met at all?), then bisection for the highest target that
+      // fits, which recomputes least.
       const auto floor = ctx.cache->op_local();
-      for (int attempt = 0; attempt < 6 && tl.arena > limit && target > floor; ++attempt) {
-        target = std::max(floor, target - (tl.arena - limit));
+      auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
-        auto again = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
-        if (again.arena < tl.arena || again.arena <= limit) tl = std::move(again);
-      }
-      if (tl.arena > limit) {
-        // The smallest arena memplan can reach: the reducer at its floor.
-        run_ctx.memory_target = floor;
-        auto least = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+        return detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+      };
+      auto least = rerun(floor);
+      if (least.arena > limit) {
         const auto best = std::min(least.arena, tl.arena);
         throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
                                           ": the smallest arena memplan reached is " + detail::bytes_text(best) +
                                           ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
                                           " (resident bytes plus the largest single op's inputs, outputs and workspace)");
+      }
+      std::int64_t ok = floor, bad = std::min(limit, tl.peak);
+      tl = std::move(least);
+      for (int i = 0; i < 6 && bad - ok > std::max<std::int64_t>(1, limit / 1000); ++i) {
+        const auto mid = ok + (bad - ok) / 2;
+        auto again = rerun(mid);
+        if (again.arena <= limit) {
+          ok = mid;
+          tl = std::move(again);
+        } else {
+          bad = mid;
+        }
       }
     }
   } else {
