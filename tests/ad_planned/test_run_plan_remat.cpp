@@ -15,7 +15,9 @@ using namespace memplan;
 
 TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans bitwise equal to eager, within every budget met") {
   const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 5000};
-  for (const auto& c : {adplanned::small_mlp(), adplanned::small_cnn(), adplanned::small_transformer()}) {
+  // An MLP deep and wide enough for its activations to outweigh its weights.
+  const adplanned::case_model mlp{"mlp", ad::models::mlp({.batch = 64, .in = 2, .hidden = 64, .layers = 4, .classes = 2}, ad::adam{0.01f}), 0};
+  for (const auto& c : {mlp, adplanned::small_cnn(), adplanned::small_transformer()}) {
     const auto prob = ad::make_problem(c.m.step);
     plan_context ctx;
     ctx.alignment = ad::plan_alignment;
