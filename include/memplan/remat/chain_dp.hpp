@@ -28,6 +28,7 @@ struct chain_dp {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   std::int32_t slots = 64;       // budget units of the DP
   std::int32_t max_points = 64;  // candidate cuts at most
+  bool evict = true;             // under a memory target, evict (DTR) what a plan still leaves above it
   [[nodiscard]] std::string name() const { return "chain_dp"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
@@ -49,11 +50,13 @@ struct chain_dp {
         units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (p.storage_bytes(s) + unit - 1) / unit)));
       const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points);
       detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
-      detail::candidate cand{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+      detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
       cand.cost = detail::recompute_cost(su.e, cand.tl);
       cand.what = "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)";
       cs.push_back(std::move(cand));
     }
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " budgets tried");
   }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -103,7 +104,13 @@ struct candidate {
   timeline tl;
   double cost = 0;
   std::string what;
+  std::function<timeline(bool)> rerun{};  // the same policy again, with eviction under the target or not
 };
+
+// When no candidate meets the target on its own, the few with the lowest peaks run again with DTR
+// eviction above the target (remat/engine.hpp) -- a safety net for the last bytes, tried on few
+// candidates because eviction under a tight target is the expensive part.
+inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3);
 
 // The plan to return among candidates: the cheapest that meets the target; without one that does, or
 // without a target, the lowest peak (then the cheapest).
@@ -120,6 +127,23 @@ inline std::size_t choose(const std::vector<candidate>& cs, std::int64_t target)
       best = k;
   }
   return best;
+}
+
+inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries) {
+  if (!evict || target == std::numeric_limits<std::int64_t>::max()) return;
+  for (const auto& c : cs)
+    if (c.tl.peak <= target) return;
+  std::vector<std::size_t> idx(cs.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return cs[a].tl.peak < cs[b].tl.peak; });
+  const auto n = std::min(tries, idx.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& base = cs[idx[k]];
+    if (!base.rerun) continue;
+    candidate c{base.rerun(true), 0.0, base.what + ", then eviction under the target", {}};
+    c.cost = recompute_cost(e, c.tl);
+    cs.push_back(std::move(c));
+  }
 }
 
 // Shared front matter: the engine, the chain, the cheap results when asked for.
@@ -146,10 +170,11 @@ inline timeline finish(const timeline& in, candidate best, stage_kind kind, cons
 struct chen_sqrt {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   bool drop_cheap = false;       // §4.2: inside segments, drop only cheap ops' results
+  bool evict = true;             // under a memory target, evict (DTR, remat/engine.hpp) what still exceeds it
   double cheap_fraction = 0.5;   // "cheap": cost below this fraction of the average forward op
   [[nodiscard]] std::string name() const { return drop_cheap ? "chen_sqrt+drop_cheap" : "chen_sqrt"; }
 
-  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context&) const {
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     detail::chain_setup su(p, tl, drop_cheap, cheap_fraction);
     const auto m = static_cast<std::int32_t>(su.c.cuts.size());
     if (m == 0) return unchanged(tl, "the forward pass has no articulation point to split at");
@@ -159,9 +184,13 @@ struct chen_sqrt {
     std::int32_t kept = 0;
     for (auto k : keep) kept += k;
     detail::segment_policy pol(su.c, keep, su.cheap_or_null());
-    detail::candidate c{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+    detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
     c.what = std::to_string(kept + 1) + " segments over " + std::to_string(m) + " split points";
-    return detail::finish(tl, std::move(c), kind, name(), su.e, {});
+    std::vector<detail::candidate> cs{std::move(c)};
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
+    const auto k = detail::choose(cs, detail::target_of(ctx));
+    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, {});
   }
 
  private:
@@ -174,6 +203,7 @@ struct chen_sqrt {
 struct chen_budget {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   bool drop_cheap = false;
+  bool evict = true;  // under a memory target, evict (DTR) what a plan still leaves above it
   double cheap_fraction = 0.5;
   std::int32_t grid = 6;    // points on [B/sqrt2, sqrt2 B] (Appendix A)
   std::int32_t sweep = 32;  // and a geometric sweep of B over [smallest result, all results]
@@ -190,7 +220,8 @@ struct chen_budget {
     auto attempt = [&](double B) {
       auto a = detail::chen_alg3(p, su.c, B);
       detail::segment_policy pol(su.c, a.keep, su.cheap_or_null());
-      detail::candidate c{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+      detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
       c.cost = detail::recompute_cost(su.e, c.tl);
       std::int32_t kept = 0;
       for (auto k : a.keep) kept += k;
@@ -215,11 +246,13 @@ struct chen_budget {
     for (double f : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
       const auto stride = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(root * f)));
       detail::segment_policy pol(su.c, detail::every_kth_cut(su.c, stride), su.cheap_or_null());
-      detail::candidate c{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+      detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
       c.cost = detail::recompute_cost(su.e, c.tl);
       c.what = "every " + std::to_string(stride) + " split points a boundary";
       cs.push_back(std::move(c));
     }
+    detail::evict_if_needed(cs, su.e, target, evict);
     const auto k = detail::choose(cs, target);
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " budgets tried");
   }
@@ -227,9 +260,10 @@ struct chen_budget {
 
 struct chen_recursive {
   static constexpr stage_kind kind = stage_kind::checkpointer;
+  bool evict = true;  // under a memory target, evict (DTR) what still exceeds it
   [[nodiscard]] std::string name() const { return "chen_recursive"; }
 
-  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context&) const {
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     detail::chain_setup su(p, tl, false, 0.0);
     const auto m = static_cast<std::int32_t>(su.c.cuts.size());
     if (m == 0) {
@@ -237,9 +271,13 @@ struct chen_recursive {
       return tl;
     }
     detail::split_policy<detail::bisection> pol(p, su.c, su.e, detail::bisection{m});
-    detail::candidate c{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+    detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
     c.what = "bisection over " + std::to_string(m) + " split points";
-    return detail::finish(tl, std::move(c), kind, name(), su.e, {});
+    std::vector<detail::candidate> cs{std::move(c)};
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
+    const auto k = detail::choose(cs, detail::target_of(ctx));
+    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, {});
   }
 };
 

@@ -27,6 +27,7 @@ struct revolve {
   std::int32_t snapshots = -1;     // checkpoints besides the chain's input; < 0: chosen for the target
   std::int32_t max_snapshots = 64;  // the search's upper end
   std::int32_t max_points = 128;    // longer chains: every k-th cut is a candidate
+  bool evict = true;                // under a memory target, evict (DTR) what still exceeds it
   [[nodiscard]] std::string name() const { return "revolve"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
@@ -43,7 +44,8 @@ struct revolve {
       const auto table = std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
                                                                      std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points);
       detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
-      detail::candidate cand{su.e.run(pol, std::numeric_limits<std::int64_t>::max(), false), 0.0, {}};
+      detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
+      cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
       cand.cost = detail::recompute_cost(su.e, cand.tl);
       cand.what = std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
                   std::to_string(static_cast<long long>(table->cost())) + " segment recomputations)";
@@ -66,6 +68,7 @@ struct revolve {
         }
       }
     }
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " snapshot counts tried");
   }
