@@ -41,7 +41,7 @@ class split_policy {
     const auto su = static_cast<std::size_t>(s);
     if (c_->drop_point[su] != pos) return false;
     if (c_->segment[su] == c_->segments() - 1) return false;  // reversed first: keep it
-    if (c_->is_cut(s)) return !keep_[static_cast<std::size_t>(c_->cut_index[su])];
+    if (c_->is_cut(s)) return !c_->held(s, keep_);
     return true;
   }
 
@@ -54,7 +54,9 @@ class split_policy {
     std::vector<std::int32_t> live;
     // Live cuts at or above the target are what its backward reads; the ones below hold snapshots.
     for (std::int32_t k = 0; k < std::min<std::int32_t>(target_, static_cast<std::int32_t>(c_->cuts.size())); ++k) {
-      if (!e_->on_device(c_->cuts[static_cast<std::size_t>(k)])) continue;
+      bool on = true;
+      for (auto s : c_->cuts[static_cast<std::size_t>(k)].storages) on = on && e_->on_device(s);
+      if (!on) continue;
       i = k;
       live.push_back(k);
     }
@@ -65,7 +67,7 @@ class split_policy {
     const auto su = static_cast<std::size_t>(s);
     if (target_ < 0 || c_->segment[su] < 0) return true;
     if (c_->segment[su] == target_) return true;
-    return c_->is_cut(s) && kept_now_[static_cast<std::size_t>(c_->cut_index[su])];
+    return c_->held(s, kept_now_);
   }
 
  private:

@@ -39,15 +39,15 @@ struct chain_dp {
       return tl;
     }
     std::int64_t cut_bytes = 0;
-    for (auto s : su.c.cuts) cut_bytes += p.storage_bytes(s);
+    for (const auto& k : su.c.cuts) cut_bytes += k.bytes;
     std::vector<detail::candidate> cs;
     // Budgets from nothing to every cut: the DP decides within each; the real plan decides among them.
     for (double f : {0.0, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2, 3.0 / 4, 1.0}) {
       const auto B = static_cast<std::int64_t>(f * static_cast<double>(cut_bytes));
       const auto unit = std::max<std::int64_t>(1, (B + slots - 1) / slots);
       std::vector<std::int32_t> units;
-      for (auto s : su.c.cuts)
-        units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (p.storage_bytes(s) + unit - 1) / unit)));
+      for (const auto& k : su.c.cuts)
+        units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (k.bytes + unit - 1) / unit)));
       const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points);
       detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
       detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};

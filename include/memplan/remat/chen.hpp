@@ -44,7 +44,7 @@ class segment_policy {
   [[nodiscard]] bool drop(storage_id s, std::int32_t pos) const {
     const auto su = static_cast<std::size_t>(s);
     if (c_->drop_point[su] != pos || c_->segment[su] == c_->segments() - 1) return false;
-    if (c_->is_cut(s)) return !keep_[static_cast<std::size_t>(c_->cut_index[su])];
+    if (c_->is_cut(s) && c_->held(s, keep_)) return false;
     return !cheap_ || (*cheap_)[su];
   }
   [[nodiscard]] bool keep(storage_id, std::int32_t, storage_id) const { return true; }
@@ -82,20 +82,20 @@ struct alg3_result {
   std::vector<std::uint8_t> keep;
   std::int64_t x = 0, y = 0;  // bytes of the kept boundaries; the largest segment
 };
-inline alg3_result chen_alg3(const problem& p, const forward_chain& c, double B) {
+inline alg3_result chen_alg3(const forward_chain& c, double B) {
   alg3_result r;
   r.keep.assign(c.cuts.size(), 0);
-  double temp = 0;
-  for (auto s : c.produced) {
-    temp += static_cast<double>(p.storage_bytes(s));
-    if (c.is_cut(s) && temp > B) {
-      r.keep[static_cast<std::size_t>(c.cut_index[static_cast<std::size_t>(s)])] = 1;
-      r.x += p.storage_bytes(s);
-      r.y = std::max<std::int64_t>(r.y, static_cast<std::int64_t>(temp));
-      temp = 0;
+  std::int64_t last = 0;  // the running total at the last boundary
+  for (std::size_t k = 0; k < c.cuts.size(); ++k) {
+    const auto temp = c.cuts[k].produced_before - last;
+    if (static_cast<double>(temp) > B) {
+      r.keep[k] = 1;
+      r.x += c.cuts[k].bytes;
+      r.y = std::max(r.y, temp);
+      last = c.cuts[k].produced_before;
     }
   }
-  r.y = std::max<std::int64_t>(r.y, static_cast<std::int64_t>(temp));
+  r.y = std::max(r.y, c.forward_bytes - last);
   return r;
 }
 
@@ -218,7 +218,7 @@ struct chen_budget {
     const auto target = detail::target_of(ctx);
     std::vector<detail::candidate> cs;
     auto attempt = [&](double B) {
-      auto a = detail::chen_alg3(p, su.c, B);
+      auto a = detail::chen_alg3(su.c, B);
       detail::segment_policy pol(su.c, a.keep, su.cheap_or_null());
       detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
       c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
