@@ -116,7 +116,7 @@ void synthetic(const std::vector<std::size_t>& sizes) {
         {"mincost_flow", 1000, [&] { return mincost_flow{}.place(p); }},
         {"pyramid", SIZE_MAX, [&] { return pyramid{}.place(p); }},
         {"default (50 ms)", SIZE_MAX, [&] { return default_placer{}.place(p); }},
-        {"exact (2 s)", 10000, [&] { return exact{.time_limit = 2}.place(p); }},
+        {"exact (2 s)", 10000, [&] { return exact{.time_limit_s = 2}.place(p); }},
         {"online first_fit", SIZE_MAX, [&] { return online::first_fit{}.place(p); }},
         {"online best_fit", SIZE_MAX, [&] { return online::best_fit{}.place(p); }},
         {"caching_allocator", SIZE_MAX, [&] { return online::caching_allocator{}.place(p); }},
@@ -171,7 +171,7 @@ void minimalloc(double seconds) {
     const auto gs = greedy_by_size{}.place(p).arena;
     const auto t0 = clock_type::now();
     // MiniMalloc's task is the decision problem "fits the capacity": accept any arena <= capacity.
-    const auto pl = exact{.time_limit = seconds, .accept = cap ? *cap : -1}.place(p);
+    const auto pl = exact{.time_limit_s = seconds, .accept = cap ? *cap : -1}.place(p);
     const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
     const bool fits = cap && pl.arena <= *cap;
     ++total;

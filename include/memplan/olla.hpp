@@ -37,7 +37,7 @@ inline auto default_pipeline(const options& opt = {}) {
   schedule::default_scheduler s;
   s.time_limit_s = opt.schedule_time_limit_s;
   place::default_placer pl;
-  pl.time_limit = opt.place_time_limit_s;
+  pl.time_limit_s = opt.place_time_limit_s;
   return s | pl;
 }
 
@@ -45,7 +45,7 @@ inline memory_plan optimize(const problem& p, const options& opt = {}) {
   const plan_options po{.alignment = opt.alignment, .capacity = opt.capacity};
   if (!opt.reorder) {
     place::default_placer pl;
-    pl.time_limit = opt.place_time_limit_s;
+    pl.time_limit_s = opt.place_time_limit_s;
     return plan(p, schedule::given{} | pl, po);
   }
   return plan(p, default_pipeline(opt), po);

@@ -19,7 +19,11 @@ struct best_fit {
 
   [[nodiscard]] std::string name() const { return "best_fit"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, detail::deadline{}); }
+
+  // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
+  // said in `note`); the pass checks it every 256 buffers.
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const detail::deadline& until) const {
     validate(p);
     auto ids = detail::free_buffers(p);
     auto len = [&](std::size_t i) { return p.buffers[i].upper - p.buffers[i].lower; };
@@ -36,7 +40,9 @@ struct best_fit {
       if (x.lower != y.lower) return x.lower < y.lower;
       return a < b;
     });
-    return detail::finish(p, detail::place_in_order(p, ids, detail::fit::best), name());
+    bool cut = false;
+    auto offsets = detail::place_in_order(p, ids, detail::fit::best, {}, &until, &cut);
+    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
   }
 };
 

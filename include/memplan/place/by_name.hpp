@@ -39,10 +39,10 @@ inline any_placer by_name(const std::string& name, double time_limit = -1) {
   if (name == "gergov") return gergov{};
   if (name == "mincost_flow") return mincost_flow{};
   if (name == "pyramid") return pyramid{};
-  if (name == "exact") return time_limit >= 0 ? exact{.time_limit = time_limit} : exact{};
+  if (name == "exact") return exact{.time_limit_s = time_limit};
   if (name == "best_of")
     return best_of{greedy_by_size{}, best_fit{}, greedy_by_breadth{}, pyramid{}, gergov{}, mincost_flow{}};
-  if (name == "default") return time_limit >= 0 ? default_placer{.time_limit = time_limit} : default_placer{};
+  if (name == "default") return default_placer{.time_limit_s = time_limit};
   if (name == "online_first_fit") return online::first_fit{};
   if (name == "online_best_fit") return online::best_fit{};
   if (name == "caching_allocator") return online::caching_allocator{};

@@ -21,7 +21,11 @@ namespace memplan::place {
 struct greedy_by_breadth {
   [[nodiscard]] std::string name() const { return "greedy_by_breadth"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, detail::deadline{}); }
+
+  // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
+  // said in `note`); the pass checks it every 256 buffers.
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const detail::deadline& until) const {
     validate(p);
     const detail::time_axis axis(p);
     const int S = axis.sections();
@@ -61,7 +65,9 @@ struct greedy_by_breadth {
       if (p.buffers[a].size != p.buffers[b].size) return p.buffers[a].size > p.buffers[b].size;
       return a < b;
     });
-    return detail::finish(p, detail::place_in_order(p, ids, detail::fit::best), name());
+    bool cut = false;
+    auto offsets = detail::place_in_order(p, ids, detail::fit::best, {}, &until, &cut);
+    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
   }
 };
 

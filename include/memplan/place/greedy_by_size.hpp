@@ -20,13 +20,19 @@ struct greedy_by_size {
 
   [[nodiscard]] std::string name() const { return "greedy_by_size"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, detail::deadline{}); }
+
+  // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
+  // said in `note`); the pass checks it every 256 buffers.
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const detail::deadline& until) const {
     validate(p);
     auto order = detail::free_buffers(p);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return p.buffers[a].size > p.buffers[b].size;  // ties: index order
     });
-    return detail::finish(p, detail::place_in_order(p, order, gap), name());
+    bool cut = false;
+    auto offsets = detail::place_in_order(p, order, gap, {}, &until, &cut);
+    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
   }
 };
 

@@ -20,7 +20,7 @@ struct csv_run_options {
   std::string input{};                    // path of the buffer list
   std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
   std::string placer = "default";         // a name of placer_names()
-  double time_limit = -1;                 // seconds for exact/default; < 0: their defaults
+  double time_limit = -1;                 // seconds for exact/default; < 0: 60 with a capacity, else their defaults
   std::string output{};                   // path for id,lower,upper,size,offset; empty: none
 };
 
@@ -37,7 +37,9 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
     if (*o.capacity < 0) throw error(errc::invalid_argument, "--capacity must be >= 0, got " + std::to_string(*o.capacity));
     r.list.problem.capacity = *o.capacity;
   }
-  const auto placer = by_name(o.placer, o.time_limit);
+  // With a capacity and no time limit, the searching placers get a minute (decision mode: they stop
+  // at the first placement that fits); without one, their own defaults.
+  const auto placer = by_name(o.placer, o.time_limit >= 0 ? o.time_limit : o.capacity ? 60.0 : -1.0);
   const auto t0 = std::chrono::steady_clock::now();
   r.placement = placer.place(r.list.problem);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -52,6 +52,13 @@ inline buffer_placement finish(const buffer_problem& p, std::vector<std::int64_t
   return out;
 }
 
+// max over buffers of offset + size (0 when empty).
+inline std::int64_t arena_of(const buffer_problem& p, const std::vector<std::int64_t>& offsets) {
+  std::int64_t a = 0;
+  for (std::size_t i = 0; i < p.buffers.size() && i < offsets.size(); ++i) a = std::max(a, offsets[i] + p.buffers[i].size);
+  return a;
+}
+
 // Compressed time axis: the distinct lifetime endpoints; section k is [times[k], times[k+1]).
 struct time_axis {
   std::vector<std::int64_t> times;
