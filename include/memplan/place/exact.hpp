@@ -20,7 +20,8 @@
 //  * the proven bound starts at arena_lower_bound and rises through window_lower_bound (lower_bound.hpp:
 //    exhaustive search on short time windows) when max load is not reached quickly.
 // The deadline (time_limit_s) covers all of it: the heuristics, the overlap lists and every search
-// node (checked every 256 nodes), so the wall time stays within the limit plus a few milliseconds.
+// node and candidate, so the wall time stays within the limit plus a few milliseconds (plus the
+// O(n log n) bookkeeping that brackets any pass: sorting, the referee check; about 2 us per buffer).
 // Deterministic for a given node_limit when the time limit does not cut the search.
 #include <algorithm>
 #include <cstdint>

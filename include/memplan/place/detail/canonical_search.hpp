@@ -28,7 +28,7 @@
 // total of a section the buffer lives in), compared in turn, larger first; ties by buffer index.
 //
 // The constructor checks a deadline while it builds the overlap lists (O(n log n + pairs)); decide()
-// checks its own every 256 nodes and stops at a node budget. Deterministic for a given budget.
+// checks its own at every node and candidate and stops at a node budget. Deterministic for a given budget.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -133,11 +133,17 @@ class canonical_search {
     }
     section_total_.assign(static_cast<std::size_t>(sections_), 0);
     section_buffers_.resize(static_cast<std::size_t>(sections_));
-    for (std::size_t k = 0; k < m; ++k)
+    for (std::size_t k = 0; k < m; ++k) {
       for (int s = lo_[k]; s < hi_[k]; ++s) {
         section_total_[static_cast<std::size_t>(s)] += size_[k];
         section_buffers_[static_cast<std::size_t>(s)].push_back(static_cast<int>(k));
       }
+      work += static_cast<std::size_t>(hi_[k] - lo_[k]);
+      if (work > 1'000'000) {
+        work = 0;
+        if (until.expired()) return;
+      }
+    }
     // Interchangeable buffers are placed in index order: each waits for the previous one of its kind.
     prev_same_.assign(m, -1);
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, int> last;
@@ -158,6 +164,7 @@ class canonical_search {
   // like the problem's buffers; zero-size buffers at 0 or their pin) hold one.
   outcome decide(std::int64_t target, const std::string& keys, std::int64_t node_budget, const deadline& until,
                  std::vector<std::int64_t>& offsets) {
+    if (!ready_) return outcome::aborted;  // the constructor ran out of time
     const auto m = active_.size();
     target_ = target;
     keys_ = keys;
@@ -269,7 +276,7 @@ class canonical_search {
   outcome search(const part& pt, std::int64_t last_off, int last_rank) {
     ++nodes_;
     if (budget_ >= 0 && nodes_ > budget_) return outcome::aborted;  // budget_ is absolute
-    if ((nodes_ & 255) == 0 && until_->expired()) return outcome::aborted;
+    if (until_->expired()) return outcome::aborted;  // a clock read is cheap next to a node's O(part) work
     // One pass: the lowest top any unplaced buffer can reach, and the fingerprint of everything the
     // subtree below depends on (the part, the canonical restriction, each unplaced buffer with its
     // lowest offset and rank): equal fingerprints explore equal subtrees.
@@ -328,7 +335,11 @@ class canonical_search {
     std::vector<change> raised;
     std::vector<int> affected;
     outcome result = outcome::infeasible;
+    int tried = 0;
     while (!cands.empty()) {
+      // A node of a big part can try many candidates, each with real work: the deadline is checked
+      // here too, not only per node.
+      if (++tried > 1 && until_->expired()) { result = outcome::aborted; break; }
       std::pop_heap(cands.begin(), cands.end(), later);
       const cand c = cands.back();
       cands.pop_back();
@@ -429,7 +440,7 @@ class canonical_search {
     t.keys = keys;
     t.used = clock_;
     std::size_t log2 = 10;
-    while (log2 < 20 && (std::size_t{1} << log2) < 256 * std::max<std::size_t>(1, active_.size())) ++log2;
+    while (log2 < 19 && (std::size_t{1} << log2) < 256 * std::max<std::size_t>(1, active_.size())) ++log2;
     t.cache.reset(log2);
     return t.cache;
   }

@@ -133,8 +133,8 @@ enum class fit { first, best };
 // Offset for a buffer of `size` aligned to `align` among occupied address ranges [start, end) (any order):
 // `first` = the lowest gap that fits, `best` = the smallest gap that fits (ties: lowest), else on top.
 inline std::int64_t find_gap(std::vector<std::pair<std::int64_t, std::int64_t>>& occupied, std::int64_t size,
-                             std::int64_t align, fit rule) {
-  std::sort(occupied.begin(), occupied.end());
+                             std::int64_t align, fit rule, bool sorted = false) {
+  if (!sorted) std::sort(occupied.begin(), occupied.end());
   std::int64_t cur = 0;  // end of the merged occupied prefix
   std::int64_t best = -1, best_gap = std::numeric_limits<std::int64_t>::max();
   for (const auto& [s, e] : occupied) {
@@ -182,13 +182,18 @@ class occupancy_index {
     }
   }
 
-  // Appends to `out` address ranges (overlapping, in no order) whose union is the occupied space
-  // during [lower, upper).
-  void occupied(std::int64_t lower, std::int64_t upper, std::vector<std::pair<std::int64_t, std::int64_t>>& out) const {
+  // Fills `out` with address ranges, sorted by start (they may overlap), whose union is the occupied
+  // space during [lower, upper). Each set read is sorted already: the runs are merged pairwise.
+  void occupied(std::int64_t lower, std::int64_t upper, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+    out.clear();
+    runs_.clear();
     int l = axis_->index(lower) + leaves_, r = axis_->index(upper) + leaves_;
     if (l >= r) return;
     const auto take = [&](const std::vector<ranges>& sets, int x) {
-      for (const auto& [s, e] : sets[static_cast<std::size_t>(x)]) out.emplace_back(s, e);
+      const auto& set = sets[static_cast<std::size_t>(x)];
+      if (set.empty()) return;
+      out.insert(out.end(), set.begin(), set.end());
+      runs_.push_back(out.size());
     };
     for (int a = l >> 1, b = (r - 1) >> 1; a > 0; a >>= 1, b >>= 1) {  // the two paths, equal depths
       take(cover_, a);
@@ -198,27 +203,47 @@ class occupancy_index {
       if (l & 1) take(any_, l++);
       if (r & 1) take(any_, --r);
     }
+    const auto by_start = [](const auto& a, const auto& b) { return a.first < b.first; };
+    while (runs_.size() > 1) {  // merge neighbouring runs until one is left
+      std::size_t w = 0, from = 0;
+      for (std::size_t k = 0; k < runs_.size(); k += 2) {
+        if (k + 1 < runs_.size()) {
+          std::inplace_merge(out.begin() + static_cast<std::ptrdiff_t>(from), out.begin() + static_cast<std::ptrdiff_t>(runs_[k]),
+                             out.begin() + static_cast<std::ptrdiff_t>(runs_[k + 1]), by_start);
+          from = runs_[k + 1];
+          runs_[w++] = runs_[k + 1];
+        } else {
+          runs_[w++] = runs_[k];
+        }
+      }
+      runs_.resize(w);
+    }
   }
 
  private:
-  using ranges = std::map<std::int64_t, std::int64_t>;  // start -> end, disjoint, non-touching
+  using ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;  // sorted, disjoint, non-touching
   static void add(std::vector<ranges>& sets, int x, std::int64_t start, std::int64_t end) {
     auto& m = sets[static_cast<std::size_t>(x)];
-    auto it = m.upper_bound(start);
-    if (it != m.begin() && std::prev(it)->second >= start) {
-      --it;
-      if (it->second >= end) return;  // already covered
-      start = it->first;
+    // First range ending at or after start (it may touch or overlap [start, end)).
+    auto it = std::lower_bound(m.begin(), m.end(), start, [](const auto& r, std::int64_t v) { return r.second < v; });
+    if (it != m.end() && it->first <= start && it->second >= end) return;  // already covered
+    auto last = it;
+    while (last != m.end() && last->first <= end) {
+      start = std::min(start, last->first);
+      end = std::max(end, last->second);
+      ++last;
     }
-    while (it != m.end() && it->first <= end) {
-      end = std::max(end, it->second);
-      it = m.erase(it);
+    if (it == last) {
+      m.insert(it, {start, end});
+    } else {
+      *it = {start, end};
+      m.erase(it + 1, last);
     }
-    m.emplace_hint(it, start, end);
   }
   const time_axis* axis_;
   int leaves_ = 1;
   std::vector<ranges> cover_, any_;
+  std::vector<std::size_t> runs_;  // ends of the sorted runs in occupied()'s output
 };
 
 // Places buffers one at a time in `order` at the first or best gap among already placed buffers that
@@ -254,9 +279,8 @@ std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vec
     if (offsets[i] != unplaced) continue;
     const auto& b = p.buffers[i];
     if (b.size == 0) { offsets[i] = 0; continue; }
-    occupied.clear();
     index.occupied(b.lower, b.upper, occupied);
-    offsets[i] = find_gap(occupied, b.size, effective_alignment(p, b), rule);
+    offsets[i] = find_gap(occupied, b.size, effective_alignment(p, b), rule, /*sorted=*/true);
     index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
   return offsets;
@@ -301,7 +325,8 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
     }
     const auto a = effective_alignment(p, b);
     std::int64_t pos = -1;
-    for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it) {
+    int looked = 0;  // first fit among the lowest 64 free blocks: O(r log r) in all, this is a fallback
+    for (auto it = free_blocks.begin(); it != free_blocks.end() && looked < 64; ++it, ++looked) {
       const auto at = align_up(it->first, a);
       if (at + b.size > it->second) continue;
       const auto [s, end] = *it;
