@@ -31,8 +31,9 @@
 // Cost: per op one BFS for its ancestors / descendants (O(V + E)) and one pass over the storages for
 // the cheap bounds (local, and an upper bound: every storage some R may cut); max-flows (Dinic on the
 // contracted network) only for ops whose upper bound beats the best bound so far, best upper bound
-// first, so most ops are skipped. Pairs: `pair_ops` ops times the free ops of each one's network, two
-// to four flows each, skipped when the cheap upper bound of w shows the pair cannot lift the bound.
+// first, so most ops are skipped. Pairs: `pair_ops` ops times up to `pair_partners` free ops of each
+// one's network, two to four flows each, skipped when the cheap upper bound of w shows the pair
+// cannot lift the bound.
 // `stop_at` (a known order's peak) ends the work once reached. Above `max_ops_exact` ops only a sample
 // of ops is evaluated: the max over fewer ops is still a valid bound (`sampled` says so); a time limit
 // stops it the same way.
@@ -54,7 +55,8 @@ struct cut_bound_options {
                                        // the op where lower_bound_peak is attained)
   bool pairs = true;                   // also branch on the order of pairs (v, w) at the best ops
   std::int32_t pair_ops = 8;           // that many ops (best single bounds first), each against the free
-                                       // ops of its cut network
+  std::int32_t pair_partners = 64;     // ops of its cut network (at most this many, most at stake first;
+  std::int32_t pair_network_ops = 1024;  // networks with more free ops are skipped)
   // The peak of a known order (e.g. the scheduler's): once the bound reaches it, that order is proven
   // optimal and the work stops.
   std::int64_t stop_at = std::numeric_limits<std::int64_t>::max();
@@ -366,8 +368,8 @@ inline cut_lower_bound_result cut_lower_bound(const problem& p, const cut_bound_
   // Pairs: every order runs v before w or w before v, so
   //   min( max(cut at v with w pending, cut at w with v run), max(cut at v with w run, cut at w with v pending) )
   // is a bound too, at least the single cuts. Tried on the ops whose single bound is the best.
-  res.pairs_complete = true;
-  if (o.pairs && res.bytes < o.stop_at) {
+  res.pairs_complete = !res.sampled;
+  if (o.pairs && !res.sampled && res.bytes < o.stop_at) {  // sampled: a big graph, the single cuts only
     // The ops with the best single bounds (a pair can lift an op whose single cut is below the best).
     std::vector<op_id> top;
     for (auto v : ops)
@@ -380,7 +382,15 @@ inline cut_lower_bound_result cut_lower_bound(const problem& p, const cut_bound_
       if (cb[static_cast<std::size_t>(v)].upper <= res.bytes) continue;  // no pair can lift it that far
       ev.classify(v);
       (void)ev.bound(cb[static_cast<std::size_t>(v)].local);
-      const std::vector<op_id> free = ev.network_ops();  // the free ops the cut at v is about
+      std::vector<op_id> free = ev.network_ops();  // the free ops the cut at v is about
+      if (free.size() > static_cast<std::size_t>(std::max(0, o.pair_network_ops))) continue;  // too costly per flow
+      // Partners with the most at stake first (cheap upper bound at w), at most pair_partners of them.
+      std::sort(free.begin(), free.end(), [&](op_id a, op_id b) {
+        return cb[static_cast<std::size_t>(a)].upper != cb[static_cast<std::size_t>(b)].upper
+                   ? cb[static_cast<std::size_t>(a)].upper > cb[static_cast<std::size_t>(b)].upper
+                   : a < b;
+      });
+      if (free.size() > static_cast<std::size_t>(std::max(0, o.pair_partners))) free.resize(static_cast<std::size_t>(std::max(0, o.pair_partners)));
       for (auto w : free) {
         if (out_of_time()) { res.pairs_complete = false; return res; }
         ev.classify(v);
