@@ -157,6 +157,8 @@ class canonical_search {
   }
 
   [[nodiscard]] bool ready() const { return ready_; }
+  // Offsets of a known placement: preorder key 'O' ranks buffers by them, lowest first.
+  void set_hint(std::vector<std::int64_t> offsets) { hint_ = std::move(offsets); }
   [[nodiscard]] std::size_t size() const { return active_.size(); }
   [[nodiscard]] std::int64_t nodes() const { return nodes_; }
 
@@ -225,19 +227,20 @@ class canonical_search {
       while ((2 << level) <= hi - lo) ++level;
       return std::max(table[level][static_cast<std::size_t>(lo)], table[level][static_cast<std::size_t>(hi - (1 << level))]);
     };
-    struct key { std::int64_t w, a, t; int k; };
+    struct key { std::int64_t w, a, t, o; int k; };
     std::vector<key> ks;
     ks.reserve(pt.buffers.size());
     for (int k : pt.buffers) {
       const auto sk = static_cast<std::size_t>(k);
       const auto& b = p_->buffers[active_[sk]];
       const auto w = b.upper - b.lower;
-      ks.push_back({w, w * size_[sk], range_max(std::max(lo_[sk], pt.lo), std::min(hi_[sk], pt.hi)), k});
+      ks.push_back({w, w * size_[sk], range_max(std::max(lo_[sk], pt.lo), std::min(hi_[sk], pt.hi)),
+                    hint_.empty() ? 0 : -hint_[active_[sk]], k});
     }
     std::sort(ks.begin(), ks.end(), [&](const key& x, const key& y) {
       for (char c : keys_) {
-        const auto a = c == 'W' ? x.w : c == 'A' ? x.a : x.t;
-        const auto b = c == 'W' ? y.w : c == 'A' ? y.a : y.t;
+        const auto a = c == 'W' ? x.w : c == 'A' ? x.a : c == 'O' ? x.o : x.t;
+        const auto b = c == 'W' ? y.w : c == 'A' ? y.a : c == 'O' ? y.o : y.t;
         if (a != b) return a > b;
       }
       return x.k < y.k;
@@ -428,6 +431,7 @@ class canonical_search {
   std::vector<std::uint64_t> stamp_;
   std::vector<std::int64_t> off_, min_off_, total_, best_;
   std::vector<std::int64_t> scratch_;  // per-node arrays, used as a stack
+  std::vector<std::int64_t> hint_;
   // Failed states per (target, preorder): a restart with a doubled node budget skips every subtree
   // the previous runs finished. The few most recently used tables are kept.
   failure_cache& memo_for(std::int64_t target, const std::string& keys) {
