@@ -182,7 +182,21 @@ class canonical_search {
     best_.assign(m, -1);
     min_off_.assign(m, 0);
     total_ = section_total_;
-    stamp_.assign(static_cast<std::size_t>(sections_), 0);
+    // A witness per section: an unplaced buffer that can still start low enough for the section's
+    // remaining buffers to fit above it (see search()).
+    witness_.assign(static_cast<std::size_t>(sections_), -1);
+    witnessing_.assign(m, {});
+    for (int sec = 0; sec < sections_; ++sec) {
+      const auto ss = static_cast<std::size_t>(sec);
+      if (total_[ss] == 0) continue;
+      for (int o : section_buffers_[ss])
+        if ((fixed_[static_cast<std::size_t>(o)] >= 0 ? fixed_[static_cast<std::size_t>(o)] : 0) <= target - total_[ss]) {
+          witness_[ss] = o;
+          witnessing_[static_cast<std::size_t>(o)].push_back(sec);
+          break;
+        }
+      if (witness_[ss] < 0) return outcome::infeasible;
+    }
     cuts_.assign(static_cast<std::size_t>(std::max(0, sections_ - 1)), 0);
     for (std::size_t k = 0; k < m; ++k)
       for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
@@ -336,7 +350,7 @@ class canonical_search {
     const auto later = [](const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; };
     std::make_heap(cands.begin(), cands.end(), later);
     std::vector<change> raised;
-    std::vector<int> affected;
+    std::vector<change> rewitnessed;  // (section, previous witness), undone in reverse
     outcome result = outcome::infeasible;
     int tried = 0;
     while (!cands.empty()) {
@@ -351,8 +365,7 @@ class canonical_search {
       off_[k] = c.key;
       best_[k] = c.key;
       raised.clear();
-      affected.clear();
-      ++epoch_;
+      rewitnessed.clear();
       bool dead = false, hatless = true;
       for (int o : overlaps_[k]) {
         const auto so = static_cast<std::size_t>(o);
@@ -362,39 +375,43 @@ class canonical_search {
         raised.push_back({o, min_off_[so]});
         min_off_[so] = (top + align_[so] - 1) & ~(align_[so] - 1);  // align_up for a power of two
         if (fixed_[so] >= 0 ? min_off_[so] > fixed_[so] : min_off_[so] + size_[so] > target_) { dead = true; break; }
-        // Sections of o outside c's span and inside the part may have a higher floor now.
-        auto mark = [&](int from, int to) {
-          for (int s = std::max(from, pt.lo); s < std::min(to, pt.hi); ++s)
-            if (stamp_[static_cast<std::size_t>(s)] != epoch_) {
-              stamp_[static_cast<std::size_t>(s)] = epoch_;
-              affected.push_back(s);
-            }
-        };
-        mark(lo_[so], std::min(hi_[so], lo_[k]));
-        mark(std::max(lo_[so], hi_[k]), hi_[so]);
       }
       // Inside c's span every unplaced buffer lies above c; everywhere in the part above c's offset.
       std::int64_t span_max = 0;
-      for (int s = lo_[k]; s < hi_[k]; ++s) span_max = std::max(span_max, total_[static_cast<std::size_t>(s)] -= size_[k]);
+      for (int sec = lo_[k]; sec < hi_[k]; ++sec) span_max = std::max(span_max, total_[static_cast<std::size_t>(sec)] -= size_[k]);
       if (!dead && span_max > 0 && top + span_max > target_) dead = true;
       if (!dead && c.key > last_off) {
         const auto outside = std::max(before(lo_[k] - pt.lo), after(hi_[k] - pt.lo));
         if (c.key + std::max(outside, span_max) > target_) dead = true;
       }
-      if (!dead) {
-        // Unallocated floor: some unplaced buffer of the section must still start low enough.
-        for (int s : affected) {
-          const auto ss = static_cast<std::size_t>(s);
-          if (total_[ss] == 0) continue;
+      // Unallocated floor (MiniMalloc): a section's remaining buffers stack above the lowest offset any
+      // of them can take, so some unplaced buffer of it must start at or below target - its total.
+      // Each section keeps such a witness; only sections whose witness was just placed (c) or raised
+      // need a new one (the others' witnesses and limits did not change), found by a scan.
+      const auto rewitness = [&](int w) {
+        auto& list = witnessing_[static_cast<std::size_t>(w)];
+        for (std::size_t i = 0; i < list.size() && !dead; ++i) {
+          const int sec = list[i];
+          const auto ss = static_cast<std::size_t>(sec);
+          if (witness_[ss] != w) continue;  // stale entry: the section chose another witness since
           const auto limit = target_ - total_[ss];
-          bool fits = false;
-          for (int o : section_buffers_[ss]) {
-            const auto so = static_cast<std::size_t>(o);
-            if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { fits = true; break; }
+          const auto key_w = fixed_[static_cast<std::size_t>(w)] >= 0 ? fixed_[static_cast<std::size_t>(w)] : min_off_[static_cast<std::size_t>(w)];
+          if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
+          int next = -1;
+          if (total_[ss] > 0) {
+            for (int o : section_buffers_[ss]) {
+              const auto so = static_cast<std::size_t>(o);
+              if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
+            }
+            if (next < 0) { dead = true; break; }
           }
-          if (!fits) { dead = true; break; }
+          rewitnessed.push_back({sec, w});
+          witness_[ss] = next;
+          if (next >= 0) witnessing_[static_cast<std::size_t>(next)].push_back(sec);
         }
-      }
+      };
+      if (!dead) rewitness(c.k);
+      for (std::size_t i = 0; i < raised.size() && !dead; ++i) rewitness(raised[i].k);
       outcome r = outcome::infeasible;
       if (!dead) {
         bool split = false;
@@ -402,6 +419,11 @@ class canonical_search {
           if (--cuts_[static_cast<std::size_t>(s)] == 0 && s >= pt.lo && s + 1 < pt.hi) split = true;
         r = split ? solve_split(pt) : search(pt, c.key, c.rank);
         for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
+      }
+      for (auto it = rewitnessed.rbegin(); it != rewitnessed.rend(); ++it) {
+        const auto ss = static_cast<std::size_t>(it->k);
+        if (witness_[ss] >= 0) witnessing_[static_cast<std::size_t>(witness_[ss])].pop_back();  // pushed last
+        witness_[ss] = static_cast<int>(it->old);
       }
       for (int s = lo_[k]; s < hi_[k]; ++s) total_[static_cast<std::size_t>(s)] += size_[k];
       for (auto it = raised.rbegin(); it != raised.rend(); ++it) min_off_[static_cast<std::size_t>(it->k)] = it->old;
@@ -425,10 +447,10 @@ class canonical_search {
   // search state
   std::int64_t target_ = 0, budget_ = -1, nodes_ = 0;
   std::string keys_;
-  std::uint64_t epoch_ = 0;
   const deadline* until_ = nullptr;
   std::vector<int> rank_, cuts_;
-  std::vector<std::uint64_t> stamp_;
+  std::vector<int> witness_;                     // per section: an unplaced buffer low enough, or -1
+  std::vector<std::vector<int>> witnessing_;     // per buffer: sections it was chosen for (a stack)
   std::vector<std::int64_t> off_, min_off_, total_, best_;
   std::vector<std::int64_t> scratch_;  // per-node arrays, used as a stack
   std::vector<std::int64_t> hint_;
