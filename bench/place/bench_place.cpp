@@ -105,16 +105,23 @@ buffer_problem dnn_like(std::size_t n, std::uint64_t seed) {
 // A compiler-trace-shaped list from a real one: `copies` micro-batches run one after another (gradient
 // accumulation): the buffers live through the whole step (weights, optimizer state) stay once, every
 // other buffer repeats with its lifetime shifted by the step length.
-buffer_problem tiled(const buffer_problem& one, int copies) {
+// With `jitter` > 0 every micro-batch scales its sizes by its own factor in [1 - jitter, 1 + jitter]
+// (rounded to 4 B; variable sequence lengths), so no two micro-batches are alike.
+buffer_problem tiled(const buffer_problem& one, int copies, double jitter = 0, std::uint64_t seed = 1) {
   std::int64_t T = 0;
   for (const auto& b : one.buffers) T = std::max(T, b.upper);
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> factor(1 - jitter, 1 + jitter);
   buffer_problem p;
   p.alignment = one.alignment;
   for (const auto& b : one.buffers)
     if (b.lower == 0 && b.upper == T) p.buffers.push_back({0, T * copies, b.size});
-  for (int c = 0; c < copies; ++c)
+  for (int c = 0; c < copies; ++c) {
+    const double f = jitter > 0 ? factor(g) : 1.0;
     for (const auto& b : one.buffers)
-      if (!(b.lower == 0 && b.upper == T)) p.buffers.push_back({b.lower + c * T, b.upper + c * T, b.size});
+      if (!(b.lower == 0 && b.upper == T))
+        p.buffers.push_back({b.lower + c * T, b.upper + c * T, jitter > 0 ? std::int64_t(static_cast<double>(b.size) * f) / 4 * 4 : b.size});
+  }
   return p;
 }
 
@@ -242,8 +249,8 @@ std::vector<named_problem> large_sets(const std::vector<std::size_t>& sizes) {
     const auto one = to_buffer_problem(g, schedule::default_scheduler{}.run(g).order, 1);
     for (auto n : sizes) {
       const int copies = std::max<int>(1, static_cast<int>(n / std::max<std::size_t>(1, one.buffers.size())));
-      auto p = tiled(one, copies);
-      v.push_back({std::string(model) + " x" + std::to_string(copies), std::move(p)});
+      v.push_back({std::string(model) + " x" + std::to_string(copies), tiled(one, copies)});
+      if (copies > 1) v.push_back({std::string(model) + " x" + std::to_string(copies) + " jittered", tiled(one, copies, 0.1, n)});
     }
   }
 #endif
