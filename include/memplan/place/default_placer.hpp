@@ -106,7 +106,7 @@ struct default_placer {
     const auto reserve = 4e-6 * static_cast<double>(p.buffers.size());
     if (decompose) {
       const auto pieces_until = detail::deadline::after(std::max(0.0, std::min(until.seconds_left(), 1e9) - reserve));
-      if (auto by_pieces = place_by_pieces(relaxed, pieces_until)) consider(std::move(*by_pieces));
+      if (auto by_pieces = place_by_pieces(relaxed, pieces_until, level)) consider(std::move(*by_pieces));
     }
     // After the pieces, the whole problem only if a good part of the budget is left.
     const bool whole = best.offsets.empty() || (!good(best) && until.seconds_left() > std::max(2 * reserve, 0.25 * seconds()));
@@ -128,7 +128,9 @@ struct default_placer {
  private:
   // The global buffers stacked at the bottom, each piece placed by a default_placer of its own (time
   // shared by size) above them. Nothing when the problem does not fall apart.
-  [[nodiscard]] std::optional<buffer_placement> place_by_pieces(const buffer_problem& p, const detail::deadline& until) const {
+  // `level` > 0: any arena up to it is good enough (decision mode).
+  [[nodiscard]] std::optional<buffer_placement> place_by_pieces(const buffer_problem& p, const detail::deadline& until,
+                                                               std::int64_t level) const {
     const auto tp = detail::split_in_time(p);
     if (tp.pieces.size() < 2) return std::nullopt;
     std::vector<std::int64_t> offsets(p.buffers.size(), 0);
@@ -173,6 +175,7 @@ struct default_placer {
       solved[d] = greedy_by_breadth{}.place(subs[d]);
       target = std::max(target, solved[d].lower_bound);
     }
+    if (level > 0) target = std::max(target, level - base);  // decision mode: the capacity is enough
     std::vector<std::size_t> above;
     std::size_t left = 0;
     for (std::size_t d = 0; d < first_of.size(); ++d)
