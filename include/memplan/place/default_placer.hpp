@@ -102,6 +102,15 @@ struct default_placer {
       tried += (tried.empty() ? "" : ", ") + pl.placer + "=" + std::to_string(pl.arena);
       if (best.offsets.empty() || pl.arena < best.arena) best = std::move(pl);
     };
+    // A greedy pass's offsets (the referee checks only the placement returned, once, at the end).
+    const auto pass = [&](auto policy) {
+      buffer_placement pl;
+      pl.offsets = policy.offsets(relaxed, until);
+      pl.arena = detail::arena_of(relaxed, pl.offsets);
+      pl.lower_bound = bound;
+      pl.placer = policy.name();
+      return pl;
+    };
     // What the final check and a whole-problem greedy pass cost, roughly: kept in reserve.
     const auto reserve = 4e-6 * static_cast<double>(p.buffers.size());
     if (decompose) {
@@ -110,16 +119,20 @@ struct default_placer {
     }
     // After the pieces, the whole problem only if a good part of the budget is left.
     const bool whole = best.offsets.empty() || (!good(best) && until.seconds_left() > std::max(2 * reserve, 0.25 * seconds()));
-    if (whole) consider(greedy_by_breadth{}.place(relaxed, until));
-    if (whole && !good(best) && !until.expired()) consider(best_fit{}.place(relaxed, until));
-    if (whole && !good(best) && !until.expired()) {
+    // A pass starts only if its setup (about 1 us per buffer) fits in the time left; with no time even
+    // for the first one, the first-fit sweep.
+    const auto room = [&] { return until.seconds_left() > 1e-6 * static_cast<double>(p.buffers.size()); };
+    if (whole && !room() && best.offsets.empty()) consider(pass(detail::first_fit_sweep{}));
+    if (whole && room()) consider(pass(greedy_by_breadth{}));
+    if (whole && !good(best) && room()) consider(pass(best_fit{}));
+    if (whole && !good(best) && room()) {
       auto pl = exact{.node_limit = node_limit, .accept = accept}.search_from(p, best, until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
     // Whatever time is left (the search gave up early): the remaining heuristics.
-    if (whole && !good(best) && !until.expired()) consider(greedy_by_size{}.place(relaxed, until));
-    if (whole && !good(best) && !until.expired()) consider(pyramid{}.place(relaxed, until));
+    if (whole && !good(best) && room()) consider(pass(greedy_by_size{}));
+    if (whole && !good(best) && room()) consider(pass(pyramid{}));
     const auto lb = std::max(bound, best.lower_bound);
     const bool optimal = best.optimal || best.arena == lb;
     return detail::finish(p, std::move(best.offsets), name() + "(" + best.placer + ")", tried, lb, optimal);
@@ -145,7 +158,6 @@ struct default_placer {
     for (const auto& piece : tp.pieces)
       for (auto i : piece) align = std::max(align, effective_alignment(p, p.buffers[i]));
     base = align_up(base, align);  // every alignment carries over to the pieces' offsets
-    std::int64_t top = base;
     int at_bound = 0;
     // Pieces that repeat (micro-batches of one model: the same buffers shifted in time) are placed
     // once; the time is shared among the distinct ones by size.
@@ -195,12 +207,14 @@ struct default_placer {
     for (std::size_t j = 0; j < tp.pieces.size(); ++j) {
       const auto& pl = solved[kind[j]];
       for (std::size_t k = 0; k < tp.pieces[j].size(); ++k) offsets[tp.pieces[j][k]] = base + pl.offsets[k];
-      top = std::max(top, base + pl.arena);
     }
-    auto pl = detail::finish(p, std::move(offsets), "pieces",
-                             std::to_string(tp.pieces.size()) + " pieces in time (" + std::to_string(first_of.size()) + " distinct, " +
-                                 std::to_string(at_bound) + " of them within the largest piece bound) above " +
-                                 std::to_string(tp.global.size()) + " global buffers");
+    buffer_placement pl;  // unchecked: the caller checks the placement it returns
+    pl.offsets = std::move(offsets);
+    pl.arena = detail::arena_of(p, pl.offsets);
+    pl.placer = "pieces";
+    pl.note = std::to_string(tp.pieces.size()) + " pieces in time (" + std::to_string(first_of.size()) + " distinct, " +
+              std::to_string(at_bound) + " of them within the largest piece bound) above " + std::to_string(tp.global.size()) +
+              " global buffers";
     return pl;
   }
 };

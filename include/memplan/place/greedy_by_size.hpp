@@ -26,13 +26,19 @@ struct greedy_by_size {
   // said in `note`); the pass checks it every 256 buffers.
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const detail::deadline& until) const {
     validate(p);
+    bool cut = false;
+    auto offsets = this->offsets(p, until, &cut);
+    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
+  }
+
+  // The offsets of the pass alone (validated input assumed; not yet checked by the referee: the
+  // composite placers check the one placement they return).
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const detail::deadline& until, bool* cut = nullptr) const {
     auto order = detail::free_buffers(p);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return p.buffers[a].size > p.buffers[b].size;  // ties: index order
     });
-    bool cut = false;
-    auto offsets = detail::place_in_order(p, order, gap, {}, &until, &cut);
-    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
+    return detail::place_in_order(p, order, gap, {}, &until, cut);
   }
 };
 

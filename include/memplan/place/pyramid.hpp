@@ -80,19 +80,26 @@ struct pyramid {
   // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
   // said in `note`).
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const detail::deadline& until) const {
-    auto offsets = preplace(p);
-    std::size_t in_pyramid = 0;
-    std::vector<std::size_t> rest;
-    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
-      if (offsets[i] == detail::unplaced) rest.push_back(i);
-      else if (p.buffers[i].fixed_offset < 0) ++in_pyramid;
-    }
-    std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) { return p.buffers[a].size > p.buffers[b].size; });
     bool cut = false;
-    offsets = detail::place_in_order(p, rest, detail::fit::best, std::move(offsets), &until, &cut);
+    std::size_t in_pyramid = 0;
+    auto offsets = this->offsets(p, until, &cut, &in_pyramid);
     return detail::finish(p, std::move(offsets), name(),
                           std::to_string(in_pyramid) + " buffers in the pyramid, the rest by greedy_by_size" +
                               (cut ? "; time limit hit: the buffers not placed by then were stacked on top" : ""));
+  }
+
+  // The offsets of the pass alone (not yet checked by the referee: the composite placers check the one
+  // placement they return).
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const detail::deadline& until, bool* cut = nullptr,
+                                                  std::size_t* in_pyramid = nullptr) const {
+    auto offsets = preplace(p);
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      if (offsets[i] == detail::unplaced) rest.push_back(i);
+      else if (p.buffers[i].fixed_offset < 0 && in_pyramid) ++*in_pyramid;
+    }
+    std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) { return p.buffers[a].size > p.buffers[b].size; });
+    return detail::place_in_order(p, rest, detail::fit::best, std::move(offsets), &until, cut);
   }
 };
 

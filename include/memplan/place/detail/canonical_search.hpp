@@ -153,6 +153,14 @@ class canonical_search {
       auto [it, fresh] = last.emplace(std::make_tuple(b.lower, b.upper, size_[k], align_[k]), static_cast<int>(k));
       if (!fresh) { prev_same_[k] = it->second; it->second = static_cast<int>(k); }
     }
+    // Buffers crossing each boundary between sections (dynamic decomposition splits where none does).
+    initial_cuts_.assign(static_cast<std::size_t>(std::max(0, sections_ - 1)), 0);
+    for (std::size_t k = 0; k < m; ++k)
+      if (hi_[k] - lo_[k] > 1) {  // a difference array: O(m + S)
+        ++initial_cuts_[static_cast<std::size_t>(lo_[k])];
+        if (hi_[k] - 1 < sections_ - 1) --initial_cuts_[static_cast<std::size_t>(hi_[k] - 1)];
+      }
+    for (std::size_t s = 1; s < initial_cuts_.size(); ++s) initial_cuts_[s] += initial_cuts_[s - 1];
     ready_ = true;
   }
 
@@ -166,7 +174,7 @@ class canonical_search {
   // like the problem's buffers; zero-size buffers at 0 or their pin) hold one.
   outcome decide(std::int64_t target, const std::string& keys, std::int64_t node_budget, const deadline& until,
                  std::vector<std::int64_t>& offsets) {
-    if (!ready_) return outcome::aborted;  // the constructor ran out of time
+    if (!ready_ || until.expired()) return outcome::aborted;  // (the constructor may have run out of time)
     const auto m = active_.size();
     target_ = target;
     keys_ = keys;
@@ -197,9 +205,7 @@ class canonical_search {
         }
       if (witness_[ss] < 0) return outcome::infeasible;
     }
-    cuts_.assign(static_cast<std::size_t>(std::max(0, sections_ - 1)), 0);
-    for (std::size_t k = 0; k < m; ++k)
-      for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
+    cuts_ = initial_cuts_;
     part all;
     all.lo = 0;
     all.hi = sections_;
@@ -388,9 +394,11 @@ class canonical_search {
       // of them can take, so some unplaced buffer of it must start at or below target - its total.
       // Each section keeps such a witness; only sections whose witness was just placed (c) or raised
       // need a new one (the others' witnesses and limits did not change), found by a scan.
+      bool late = false;  // the deadline passed inside this candidate's checks
       const auto rewitness = [&](int w) {
         auto& list = witnessing_[static_cast<std::size_t>(w)];
         for (std::size_t i = 0; i < list.size() && !dead; ++i) {
+          if ((i & 63) == 63 && until_->expired()) { dead = late = true; break; }  // long lists on big problems
           const int sec = list[i];
           const auto ss = static_cast<std::size_t>(sec);
           if (witness_[ss] != w) continue;  // stale entry: the section chose another witness since
@@ -412,7 +420,7 @@ class canonical_search {
       };
       if (!dead) rewitness(c.k);
       for (std::size_t i = 0; i < raised.size() && !dead; ++i) rewitness(raised[i].k);
-      outcome r = outcome::infeasible;
+      outcome r = late ? outcome::aborted : outcome::infeasible;
       if (!dead) {
         bool split = false;
         for (int s = lo_[k]; s + 1 < hi_[k]; ++s)
@@ -448,7 +456,7 @@ class canonical_search {
   std::int64_t target_ = 0, budget_ = -1, nodes_ = 0;
   std::string keys_;
   const deadline* until_ = nullptr;
-  std::vector<int> rank_, cuts_;
+  std::vector<int> rank_, cuts_, initial_cuts_;
   std::vector<int> witness_;                     // per section: an unplaced buffer low enough, or -1
   std::vector<std::vector<int>> witnessing_;     // per buffer: sections it was chosen for (a stack)
   std::vector<std::int64_t> off_, min_off_, total_, best_;

@@ -346,6 +346,23 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
   return offsets;
 }
 
+// The cheapest valid pass (a first-fit sweep over time, no gap reuse across the stack): what a
+// composite placer falls back to when its budget cannot even pay for a greedy pass's setup (about
+// 1 us per buffer). Same interface as the greedy placers' offsets().
+struct first_fit_sweep {
+  [[nodiscard]] std::string name() const { return "first_fit_sweep"; }
+  template <class Deadline>
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline&, bool* = nullptr) const {
+    std::vector<std::int64_t> offsets(p.buffers.size(), unplaced);
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
+      else rest.push_back(i);
+    }
+    return stack_on_top(p, rest, std::move(offsets));
+  }
+};
+
 // Buffers that are not pinned, in index order.
 inline std::vector<std::size_t> free_buffers(const buffer_problem& p) {
   std::vector<std::size_t> v;
