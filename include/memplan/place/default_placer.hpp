@@ -115,7 +115,11 @@ struct default_placer {
     const auto reserve = 4e-6 * static_cast<double>(p.buffers.size());
     if (decompose) {
       const auto pieces_until = detail::deadline::after(std::max(0.0, std::min(until.seconds_left(), 1e9) - reserve));
-      if (auto by_pieces = place_by_pieces(relaxed, pieces_until, level)) consider(std::move(*by_pieces));
+      if (auto by_pieces = place_by_pieces(relaxed, pieces_until, level)) {
+        const auto note = by_pieces->note;
+        consider(std::move(*by_pieces));
+        tried += " (" + note + ")";
+      }
     }
     // After the pieces, the whole problem only if a good part of the budget is left.
     const bool whole = best.offsets.empty() || (!good(best) && until.seconds_left() > std::max(2 * reserve, 0.25 * seconds()));
