@@ -9,19 +9,25 @@
 // minimises.
 //
 // Search plan (one canonical_search, its failure tables shared by every call):
-//  * incumbent: greedy_by_breadth, best_fit and greedy_by_size (each stops at the deadline);
+//  * incumbent: greedy_by_breadth, best_fit and greedy_by_size (each stops at the deadline; a pass
+//    starts only if its setup fits the time left, else the first-fit sweep);
+//  * the first round starts with preorder "O" (the incumbent's offsets): one dive rebuilds a
+//    pushed-down copy of the incumbent, which often closes a greedy gap at once on big problems;
 //  * decision mode: feasibility searches at min(accept, best - 1) under the preorders "WAT", "TAW" and
 //    "TWA" in turn, with node budgets doubling from 2n (MiniMalloc's round robin). A restart skips
 //    every subtree an earlier run of the same preorder finished, so doubling costs little;
-//  * minimisation: each round probes the proven bound (zero fragmentation is the usual optimum; a
-//    finished search without a placement raises it) and a descent target `best - step` (step = an
-//    eighth of the gap, halved when a probe gives up, reset on success), so time goes to improving
-//    the arena instead of binary-search midpoints that can neither be reached nor refuted;
-//  * the proven bound starts at arena_lower_bound and rises through window_lower_bound (lower_bound.hpp:
-//    exhaustive search on short time windows) when max load is not reached quickly.
+//  * minimisation, bound first: the same at the proven bound (max load is the usual optimum; a
+//    finished search without a placement raises the bound) for a fifth of the time or node budget;
+//  * then descent: targets `best - step` (step = a quarter of the gap, halved when a probe gives up,
+//    renewed after an improvement; the budget restarts at a quarter after each improvement), the
+//    bound still probed with a quarter of the budget. Time goes to improving the arena instead of
+//    binary-search midpoints that can neither be reached nor refuted;
+//  * window_bounds = true: window_lower_bound (window_bound.hpp: exhaustive search on short windows of
+//    the time axis) may raise the proven bound when max load is not reached in the first rounds.
 // The deadline (time_limit_s) covers all of it: the heuristics, the overlap lists and every search
 // node and candidate, so the wall time stays within the limit plus a few milliseconds (plus the
-// O(n log n) bookkeeping that brackets any pass: sorting, the referee check; about 2 us per buffer).
+// O(n log n) bookkeeping that brackets the passes: the bound, sorting, the referee check; about 1 us
+// per buffer).
 // Deterministic for a given node_limit when the time limit does not cut the search.
 #include <algorithm>
 #include <cstdint>
