@@ -142,7 +142,7 @@ struct exact {
         how += "; search skipped: " + std::to_string(p.buffers.size()) + " buffers, " + std::to_string(pairs) +
                " overlapping pairs (limits " + std::to_string(max_buffers) + ", " + std::to_string(max_overlaps) + ")";
       } else if (detail::canonical_search search(p, until); !search.ready()) {
-        how += "; time limit hit while building the search";
+        how += search.too_big() ? "; search skipped: the section lists would exceed 50M entries" : "; time limit hit while building the search";
       } else {
         // Preorder "O" ranks the buffers by their offsets in the incumbent: its first dive rebuilds a
         // pushed-down copy of the incumbent, which often closes the greedy's gap at once on big

@@ -75,7 +75,9 @@ class canonical_search {
   enum class outcome { found, infeasible, aborted };
 
   // Builds sections and overlap lists; stops early (ready() == false) when `until` expires.
-  canonical_search(const buffer_problem& p, const deadline& until) : p_(&p) {
+  // `max_section_entries`: above this many (buffer, section) memberships the search is not built
+  // (memory: 4 bytes each; too_big() says so).
+  canonical_search(const buffer_problem& p, const deadline& until, std::int64_t max_section_entries = 50'000'000) : p_(&p) {
     const auto n = p.buffers.size();
     for (std::size_t i = 0; i < n; ++i)
       if (p.buffers[i].size > 0) active_.push_back(i);
@@ -105,6 +107,9 @@ class canonical_search {
       lo_[k] = rank[static_cast<std::size_t>(axis.index(b.lower))];
       hi_[k] = rank[static_cast<std::size_t>(axis.index(b.upper))];
     }
+    std::int64_t entries = 0;
+    for (std::size_t k = 0; k < m; ++k) entries += hi_[k] - lo_[k];
+    if (entries > max_section_entries) { too_big_ = true; return; }
     // Overlaps by a sweep in order of lower ends.
     overlaps_.resize(m);
     std::vector<int> by_lower(m);
@@ -165,6 +170,7 @@ class canonical_search {
   }
 
   [[nodiscard]] bool ready() const { return ready_; }
+  [[nodiscard]] bool too_big() const { return too_big_; }
   // Offsets of a known placement: preorder key 'O' ranks buffers by them, lowest first.
   void set_hint(std::vector<std::int64_t> offsets) { hint_ = std::move(offsets); }
   [[nodiscard]] std::size_t size() const { return active_.size(); }
@@ -339,19 +345,42 @@ class canonical_search {
       memo_->insert(h1, h2);
       return outcome::infeasible;
     }
-    // Largest remaining section total left of / right of each section of the part (for the check of
-    // the part against the offset of the next buffer, O(1) per candidate).
+    // The largest remaining section total of the part, and per block of 128 sections (O(width / 128)
+    // memory per level of the recursion) prefix / suffix maxima of the block maxima, for the check of
+    // the part against a candidate's offset.
     const int width = pt.hi - pt.lo;
+    std::int64_t part_max = 0;
+    for (int i = pt.lo; i < pt.hi; ++i) part_max = std::max(part_max, total_[static_cast<std::size_t>(i)]);
+    constexpr int block = 128;
+    const int blocks = (width + block - 1) / block;
     const auto base = scratch_.size();
-    scratch_.resize(base + 2 * static_cast<std::size_t>(width) + 2);
-    // scratch_[base + i] = max total of sections [lo, lo + i); scratch_[base + width + 1 + i] = of [lo + i, hi).
+    // scratch_[base + j] = max over blocks [0, j), scratch_[base + blocks + 1 + j] = over blocks [j, blocks).
     // (Indices, not pointers: the recursion below grows scratch_.)
-    const auto before = [&](int i) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(i)]; };
-    const auto after = [&](int i) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(width + 1 + i)]; };
-    before(0) = 0;
-    for (int i = 0; i < width; ++i) before(i + 1) = std::max(before(i), total_[static_cast<std::size_t>(pt.lo + i)]);
-    after(width) = 0;
-    for (int i = width - 1; i >= 0; --i) after(i) = std::max(after(i + 1), total_[static_cast<std::size_t>(pt.lo + i)]);
+    const auto pre = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(j)]; };
+    const auto suf = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(blocks + 1 + j)]; };
+    {
+      scratch_.resize(base + 2 * static_cast<std::size_t>(blocks) + 2);
+      std::vector<std::int64_t> bmax(static_cast<std::size_t>(blocks), 0);
+      for (int i = 0; i < width; ++i)
+        bmax[static_cast<std::size_t>(i / block)] = std::max(bmax[static_cast<std::size_t>(i / block)], total_[static_cast<std::size_t>(pt.lo + i)]);
+      pre(0) = 0;
+      for (int j = 0; j < blocks; ++j) pre(j + 1) = std::max(pre(j), bmax[static_cast<std::size_t>(j)]);
+      suf(blocks) = 0;
+      for (int j = blocks - 1; j >= 0; --j) suf(j) = std::max(suf(j + 1), bmax[static_cast<std::size_t>(j)]);
+    }
+    // Max total of the part's sections outside [a, b) (absolute section indices; the blocks are as
+    // before any candidate, the partial scans read sections outside [a, b), which c did not change).
+    const auto outside = [&](int a, int b) {
+      std::int64_t best = 0;
+      const int ra = a - pt.lo, rb = b - pt.lo;
+      const int ba = ra / block;  // sections [0, ra): full blocks before ba, then a partial scan
+      best = std::max(best, pre(ba));
+      for (int i = ba * block; i < ra; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+      const int bb = (rb + block - 1) / block;  // sections [rb, width): a partial scan, then full blocks from bb
+      best = std::max(best, suf(std::min(bb, blocks)));
+      for (int i = rb; i < std::min(bb * block, width); ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+      return best;
+    };
     // Candidates in (offset, preorder) order, popped from a heap: a dive usually needs only the first.
     const auto later = [](const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; };
     std::make_heap(cands.begin(), cands.end(), later);
@@ -386,10 +415,9 @@ class canonical_search {
       std::int64_t span_max = 0;
       for (int sec = lo_[k]; sec < hi_[k]; ++sec) span_max = std::max(span_max, total_[static_cast<std::size_t>(sec)] -= size_[k]);
       if (!dead && span_max > 0 && top + span_max > target_) dead = true;
-      if (!dead && c.key > last_off) {
-        const auto outside = std::max(before(lo_[k] - pt.lo), after(hi_[k] - pt.lo));
-        if (c.key + std::max(outside, span_max) > target_) dead = true;
-      }
+      // (c's own sections were already decremented in total_; outside() reads the others only.)
+      if (!dead && c.key > last_off && c.key + part_max > target_ && c.key + std::max(outside(lo_[k], hi_[k]), span_max) > target_)
+        dead = true;
       // Unallocated floor (MiniMalloc): a section's remaining buffers stack above the lowest offset any
       // of them can take, so some unplaced buffer of it must start at or below target - its total.
       // Each section keeps such a witness; only sections whose witness was just placed (c) or raised
@@ -445,7 +473,7 @@ class canonical_search {
   }
 
   const buffer_problem* p_;
-  bool ready_ = false;
+  bool ready_ = false, too_big_ = false;
   std::vector<std::size_t> active_;
   std::vector<std::int64_t> size_, align_, fixed_;
   std::vector<int> lo_, hi_, prev_same_;
