@@ -20,7 +20,7 @@ struct csv_run_options {
   std::string input{};                    // path of the buffer list
   std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
   std::string placer = "default";         // a name of memplan::placers()
-  double time_limit_s = -1;               // seconds for the placers that search; < 0: their defaults
+  double time_limit_s = -1;               // seconds for the placers that search; < 0: 60 with a capacity, else their defaults
   std::string output{};                   // path for id,lower,upper,size,offset; empty: none
 };
 
@@ -38,8 +38,10 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
     r.list.problem.capacity = *o.capacity;
   }
   const auto placer = placers().make(o.placer);
+  // With a capacity and no time limit, the searching placers get a minute (decision mode: they stop
+  // at the first placement that fits); without one, their own defaults.
   plan_context ctx;
-  ctx.time_limit_s = o.time_limit_s;
+  ctx.time_limit_s = o.time_limit_s >= 0 ? o.time_limit_s : o.capacity ? 60.0 : -1.0;
   const auto t0 = std::chrono::steady_clock::now();
   r.placement = placer.place(r.list.problem, ctx);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

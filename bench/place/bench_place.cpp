@@ -1,31 +1,69 @@
-// Placement benchmark. Prints (does not assert) against the targets of the placement work:
-//  * 10k buffers placed heuristically in <= 1 s;
-//  * default placer: 0.0 % fragmentation within 50 ms on model-like instances;
-//  * proven optima on the MiniMalloc "challenging" instances.
-// Usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--no-synthetic] [--sizes 1000,10000,100000]
+// Placement benchmark. Prints (does not assert) the figures of the placement work and its target lines:
+//  * minimalloc: the 11 MiniMalloc "challenging" instances in decision mode, through the CLI's path
+//    (place::run_csv with --capacity and default options), next to MiniMalloc's times on this machine;
+//  * minimise:   the same instances without a capacity (exact, --mm-time seconds each): arenas, proofs;
+//  * bounds:     lower bounds beyond max load (the search's own proofs, window_lower_bound);
+//  * large:      1k-100k buffer sets (idealloc's, DNN-like, real exports tiled like a compiler trace of
+//                several micro-batches) with the default placer's defaults;
+//  * budgets:    wall time against time_limit_s for the searching placers;
+//  * exports:    every bundled real export planned with the CLI's defaults (fragmentation, plan time);
+//  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
+//  * synthetic, model_like: per-placer tables on DNN-like lists (the older sections).
+// Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000]
+// (exports and cut need memplan::json; all timings are wall clock on the machine it runs on, with CPU
+// time next to them where the machine may be shared.)
+#include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <memplan/io/buffers_csv.hpp>
 #include <memplan/place/placers.hpp>
+#include "place_csv.hpp"  // apps/memplan: what `memplan place` runs
+#include <memplan/place/window_bound.hpp>
+
+#ifdef MEMPLAN_BENCH_WITH_JSON
+#include <memplan/core/cut_bound.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#endif
 
 #include "place_report.hpp"
+#ifdef MEMPLAN_BENCH_WITH_JSON
+#include "../schedule/training_graphs.hpp"
+#endif
 
 using namespace memplan;
 using namespace memplan::place;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+// Process CPU time: the benchmark machine may be shared, and every placer is single-threaded.
+double cpu_s() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+double pct(std::int64_t arena, std::int64_t bound) {
+  return arena > 0 ? 100.0 * static_cast<double>(arena - bound) / static_cast<double>(arena) : 0.0;
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+const std::filesystem::path shared_dir = std::filesystem::path(MEMPLAN_SHARED_DIR);
+const std::filesystem::path source_dir = std::filesystem::path(MEMPLAN_SOURCE_DIR);
 
 // A DNN-training-like buffer list: saved forward activations live until their backward step (nested
 // lifetimes), per-op workspaces for one step, activation gradients for two steps, weight gradients for
@@ -67,12 +105,303 @@ buffer_problem dnn_like(std::size_t n, std::uint64_t seed) {
   return p;
 }
 
-// Process CPU time: the benchmark machine may be shared, and every placer is single-threaded.
-double cpu_ms() { return 1e3 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+// A compiler-trace-shaped list from a real one: `copies` micro-batches run one after another (gradient
+// accumulation): the buffers live through the whole step (weights, optimizer state) stay once, every
+// other buffer repeats with its lifetime shifted by the step length.
+// With `jitter` > 0 every micro-batch scales its sizes by its own factor in [1 - jitter, 1 + jitter]
+// (rounded to 4 B; variable sequence lengths), so no two micro-batches are alike.
+buffer_problem tiled(const buffer_problem& one, int copies, double jitter = 0, std::uint64_t seed = 1) {
+  std::int64_t T = 0;
+  for (const auto& b : one.buffers) T = std::max(T, b.upper);
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> factor(1 - jitter, 1 + jitter);
+  buffer_problem p;
+  p.alignment = one.alignment;
+  for (const auto& b : one.buffers)
+    if (b.lower == 0 && b.upper == T) p.buffers.push_back({0, T * copies, b.size});
+  for (int c = 0; c < copies; ++c) {
+    const double f = jitter > 0 ? factor(g) : 1.0;
+    for (const auto& b : one.buffers)
+      if (!(b.lower == 0 && b.upper == T))
+        p.buffers.push_back({b.lower + c * T, b.upper + c * T, jitter > 0 ? std::int64_t(static_cast<double>(b.size) * f) / 4 * 4 : b.size});
+  }
+  return p;
+}
 
+std::vector<std::filesystem::path> csv_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(dir)) return files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// ---- minimalloc: decision mode through the CLI's path --------------------------------------------------
+// MiniMalloc's own times at capacity 1048576 on this 2-core machine, as measured for issue 16.
+const std::map<std::string, double> minimalloc_seconds = {
+    {"A", 4.47}, {"B", 3.23}, {"C", 0.59}, {"D", 2.39}, {"E", 3.08}, {"F", 5.65},
+    {"G", 0.96}, {"H", 1.54}, {"I", 3.55}, {"J", 0.82}, {"K", 0.50}};
+
+void minimalloc_decision() {
+  const auto files = csv_files(shared_dir / "benchmarks" / "minimalloc");
+  std::cout << "\n## MiniMalloc challenging instances, decision mode (`memplan place X.csv --capacity 1048576`, default options)\n\n"
+               "| instance | buffers | capacity | max load | arena | fits | proven optimal | memplan s | cpu s | MiniMalloc s (issue 16, this machine) |\n"
+               "|---|---:|---:|---:|---:|---|---|---:|---:|---:|\n";
+  std::vector<double> times;
+  int fit = 0, total = 0;
+  double worst = 0;
+  for (const auto& f : files) {
+    const auto cap = io::capacity_from_filename(f.string());
+    if (!cap || *cap != 1048576) continue;
+    const auto name = f.stem().stem().string();
+    const auto c0 = cpu_s();
+    const auto t0 = clock_type::now();
+    cli::csv_run_result r;
+    bool ok = true;
+    try {
+      r = cli::run_csv({.input = f.string(), .capacity = *cap}, nullptr);  // exactly what the CLI runs
+    } catch (const error&) {
+      ok = false;
+    }
+    const double s = seconds_since(t0), c = cpu_s() - c0;
+    const bool fits = ok && r.placement.arena <= *cap;
+    ++total;
+    fit += fits;
+    times.push_back(s);
+    worst = std::max(worst, s);
+    const auto mm = minimalloc_seconds.count(name) ? minimalloc_seconds.at(name) : -1;
+    std::printf("| %s | %zu | %lld | %lld | %lld | %s | %s | %.2f | %.2f | %.2f |\n", name.c_str(), r.list.ids.size(),
+                static_cast<long long>(*cap), static_cast<long long>(ok ? resident_peak(r.list.problem) : -1),
+                static_cast<long long>(ok ? r.placement.arena : -1), fits ? "yes" : "NO", ok && r.placement.optimal ? "yes" : "no", s, c, mm);
+    std::fflush(stdout);
+  }
+  std::vector<double> mm;
+  for (const auto& [k, v] : minimalloc_seconds) mm.push_back(v);
+  std::printf("\nmemplan: %d/%d within capacity, median %.2f s, slowest %.2f s; MiniMalloc (issue 16): 11/11, median %.2f s, slowest %.2f s\n",
+              fit, total, median(times), worst, median(mm), *std::max_element(mm.begin(), mm.end()));
+  std::printf("TARGET 11/11 within capacity with default options, each <= 6 s, median <= 2.4 s: %s\n",
+              fit == 11 && worst <= 6 && median(times) <= 2.4 ? "met" : "NOT met");
+}
+
+// ---- minimise: no capacity ------------------------------------------------------------------------------
+void minimalloc_minimise(double seconds) {
+  const auto files = csv_files(shared_dir / "benchmarks" / "minimalloc");
+  std::cout << "\n## MiniMalloc instances, minimisation mode (no capacity; exact, time_limit_s = " << seconds << ")\n\n"
+               "| instance | buffers | max load | arena | proven bound | gap B | proven optimal | s | note |\n"
+               "|---|---:|---:|---:|---:|---:|---|---:|---|\n";
+  int proven = 0;
+  std::int64_t d = -1, j = -1;
+  for (const auto& f : files) {
+    const auto cap = io::capacity_from_filename(f.string());
+    if (!cap || *cap != 1048576) continue;
+    const auto name = f.stem().stem().string();
+    const auto p = io::read_buffers_csv_file(f.string()).problem;
+    const auto t0 = clock_type::now();
+    const auto pl = exact{.time_limit_s = seconds}.place(p);
+    const double s = seconds_since(t0);
+    proven += pl.optimal;
+    if (name == "D") d = pl.arena;
+    if (name == "J") j = pl.arena;
+    std::printf("| %s | %zu | %lld | %lld | %lld | %lld | %s | %.2f | %s |\n", name.c_str(), p.buffers.size(),
+                static_cast<long long>(resident_peak(p)), static_cast<long long>(pl.arena), static_cast<long long>(pl.lower_bound),
+                static_cast<long long>(pl.arena - pl.lower_bound), pl.optimal ? "yes" : "no", s, pl.note.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("\n%d of 11 proven optimal; D %lld (best known before: 1040384), J %lld (1044480)\n", proven, static_cast<long long>(d),
+              static_cast<long long>(j));
+  std::printf("TARGET D <= 1040384, J <= 1044480, >= 7 of 11 proven optimal: %s\n",
+              d >= 0 && d <= 1040384 && j >= 0 && j <= 1044480 && proven >= 7 ? "met" : "NOT met");
+}
+
+// ---- bounds beyond max load -------------------------------------------------------------------------------
+void bounds(double seconds) {
+  std::cout << "\n## Lower bounds beyond max load (window_lower_bound, " << seconds << " s each)\n\n"
+               "| instance | buffers | max load | window bound | window | s |\n|---|---:|---:|---:|---|---:|\n";
+  std::vector<std::filesystem::path> files;
+  for (const char* name : {"C", "D", "J"}) files.push_back(shared_dir / "benchmarks" / "minimalloc" / (std::string(name) + ".1048576.csv"));
+  for (const auto& f : csv_files(shared_dir / "benchmarks" / "idealloc")) files.push_back(f);
+  for (const auto& f : files) {
+    if (!std::filesystem::exists(f)) continue;
+    const auto p = io::read_buffers_csv_file(f.string()).problem;
+    const auto until = memplan::deadline::after(seconds);
+    const auto t0 = clock_type::now();
+    const auto w = window_lower_bound(p, {.until = &until});
+    std::printf("| %s | %zu | %lld | %lld | %s | %.2f |\n", f.filename().c_str(), p.buffers.size(), static_cast<long long>(arena_lower_bound(p)),
+                static_cast<long long>(w.bytes), w.how.empty() ? "(none above max load)" : w.how.c_str(), seconds_since(t0));
+    std::fflush(stdout);
+  }
+}
+
+// ---- large sets ---------------------------------------------------------------------------------------------
+struct named_problem {
+  std::string name;
+  buffer_problem p;
+};
+
+std::vector<named_problem> large_sets(const std::vector<std::size_t>& sizes) {
+  std::vector<named_problem> v;
+  for (const auto& f : csv_files(shared_dir / "benchmarks" / "idealloc"))
+    v.push_back({"idealloc " + f.stem().string(), io::read_buffers_csv_file(f.string()).problem});
+  for (auto n : sizes) v.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 42 + n)});
+#ifdef MEMPLAN_BENCH_WITH_JSON
+  for (const char* model : {"efficientnet_b0-train-b32", "inception_v3-train-b1", "googlenet-train-b32"}) {
+    const auto path = source_dir / "data" / "models" / (std::string(model) + ".json.gz");
+    if (!std::filesystem::exists(path)) continue;
+    const auto g = io::read_graph(path.string());
+    buffer_origin origin;
+    const auto one = to_buffers(g, make_timeline(g, schedule::default_scheduler{}.run(g).order), 1, origin);
+    for (auto n : sizes) {
+      const int copies = std::max<int>(1, static_cast<int>(n / std::max<std::size_t>(1, one.buffers.size())));
+      v.push_back({std::string(model) + " x" + std::to_string(copies), tiled(one, copies)});
+      if (copies > 1) v.push_back({std::string(model) + " x" + std::to_string(copies) + " jittered", tiled(one, copies, 0.1, n)});
+    }
+  }
+#endif
+  return v;
+}
+
+void large(const std::vector<std::size_t>& sizes) {
+  std::cout << "\n## Large buffer sets, default placer with its defaults (time_limit_s = "
+            << default_placer::default_time_limit_s << ")\n\n"
+               "| set | buffers | max load | arena | over max load % | proven optimal | s | cpu s | placer |\n"
+               "|---|---:|---:|---:|---:|---|---:|---:|---|\n";
+  int met = 0, total = 0;
+  for (auto& [name, p] : large_sets(sizes)) {
+    const auto c0 = cpu_s();
+    const auto t0 = clock_type::now();
+    const auto pl = default_placer{}.place(p);
+    const double s = seconds_since(t0), c = cpu_s() - c0;
+    const auto bound = arena_lower_bound(p);
+    const double over = pct(pl.arena, bound);
+    ++total;
+    met += s <= 1.0 && (over <= 1.0 || pl.lower_bound > bound);
+    std::printf("| %s | %zu | %lld | %lld | %.3f | %s | %.3f | %.3f | %s |\n", name.c_str(), p.buffers.size(), static_cast<long long>(bound),
+                static_cast<long long>(pl.arena), over, pl.optimal ? "yes" : "no", s, c, pl.placer.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("\nTARGET every set <= 1 s and <= 1 %% over max load (or a proof that max load cannot be reached): %d of %d -> %s\n", met, total,
+              met == total ? "met" : "NOT met");
+}
+
+// ---- budgets ------------------------------------------------------------------------------------------------
+void budgets(const std::vector<std::size_t>& sizes) {
+  std::cout << "\n## Budgets: wall time against time_limit_s\n\n| set | buffers | placer | limit s | wall s | wall / limit |\n|---|---:|---|---:|---:|---:|\n";
+  std::vector<named_problem> sets;
+  for (auto n : sizes) sets.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 7 + n)});
+  for (const char* m : {"D", "F"})
+    if (const auto f = shared_dir / "benchmarks" / "minimalloc" / (std::string(m) + ".1048576.csv"); std::filesystem::exists(f))
+      sets.push_back({std::string("minimalloc ") + m, io::read_buffers_csv_file(f.string()).problem});
+  if (const auto f = shared_dir / "benchmarks" / "idealloc" / "pangu_2.6B.csv"; std::filesystem::exists(f))
+    sets.push_back({"idealloc pangu_2.6B", io::read_buffers_csv_file(f.string()).problem});
+  double worst = 0;
+  std::string worst_at;
+  for (const auto& [name, p] : sets)
+    for (double limit : {0.05, 0.2, 1.0})
+      for (int which = 0; which < 2; ++which) {
+        const auto t0 = clock_type::now();
+        const auto pl = which == 0 ? default_placer{.time_limit_s = limit}.place(p) : exact{.time_limit_s = limit}.place(p);
+        const double s = seconds_since(t0);
+        std::printf("| %s | %zu | %s | %.2f | %.3f | %.2f |\n", name.c_str(), p.buffers.size(), which == 0 ? "default" : "exact", limit, s, s / limit);
+        if (s - limit > worst) { worst = s - limit; worst_at = name + " at " + std::to_string(limit) + " s"; }
+        (void)pl;
+        std::fflush(stdout);
+      }
+  std::printf("\nLargest overrun: %.3f s (%s)\n", worst, worst_at.c_str());
+}
+
+#ifdef MEMPLAN_BENCH_WITH_JSON
+std::vector<std::filesystem::path> exports() {
+  std::vector<std::filesystem::path> files;
+  const auto dir = source_dir / "data" / "models";
+  if (std::filesystem::is_directory(dir))
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().string().size() > 8 && e.path().string().ends_with(".json.gz")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// ---- exports: `memplan plan` with its defaults --------------------------------------------------------------
+void real_exports() {
+  std::cout << "\n## Bundled real exports planned with the CLI's defaults (default scheduler | default placer)\n\n"
+               "| graph | ops | storages | peak (B) | arena (B) | fragmentation % | schedule s | place s | plan s | placer |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  std::vector<double> times;
+  int zero = 0, total = 0;
+  double worst_place = 0;
+  for (const auto& f : exports()) {
+    const auto g = io::read_graph(f.string());
+    const auto t0 = clock_type::now();
+    const auto mp = memplan::plan(g, schedule::default_scheduler{} | place::default_placer{});
+    const double s = seconds_since(t0);
+    const auto& st = mp.stats;
+    ++total;
+    zero += st.arena == st.peak;
+    times.push_back(st.schedule_seconds + st.place_seconds);
+    worst_place = std::max(worst_place, st.place_seconds);
+    std::printf("| %s | %d | %d | %lld | %lld | %.4f | %.3f | %.3f | %.3f | %s |\n", f.stem().stem().c_str(), g.num_ops(), g.num_storages(),
+                static_cast<long long>(st.peak), static_cast<long long>(st.arena), 100.0 * st.fragmentation, st.schedule_seconds,
+                st.place_seconds, s, st.placer.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("\nzero fragmentation on %d of %d exports; median plan time (schedule + place) %.3f s; slowest placement %.3f s\n", zero, total,
+              median(times), worst_place);
+  std::printf("TARGET 0 %% fragmentation on every export, median plan time <= 0.5 s, placer <= 1 s: %s\n",
+              zero == total && median(times) <= 0.5 && worst_place <= 1.0 ? "met" : "NOT met");
+}
+
+// ---- cut: the min-cut lower bound on the peak ---------------------------------------------------------------
+void cut_bounds() {
+  std::cout << "\n## Lower bounds on the peak of any order (core/cut_bound.hpp) against the default scheduler\n\n"
+               "| graph | ops | default peak (B) | lower_bound_peak (B) | gap % | cut_lower_bound (B) | gap % | optimal proven | bound s | cuts |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n";
+  int within = 0, training = 0, proven = 0;
+  double worst = 0;
+  std::string worst_at;
+  for (const auto& f : exports()) {
+    const auto g = io::read_graph(f.string());
+    const auto peak = schedule::default_scheduler{}.run(g).peak;
+    const auto lbp = lower_bound_peak(g).bytes;
+    const auto t0 = clock_type::now();
+    const auto cb = cut_lower_bound(g, {.stop_at = peak});
+    const double s = seconds_since(t0);
+    const double gap = pct(peak, cb.bytes);
+    const auto name = f.stem().stem().string();
+    if (name.find("-train-") != std::string::npos) {
+      ++training;
+      within += gap <= 1.0;
+      if (gap > worst) { worst = gap; worst_at = name; }
+    }
+    proven += cb.bytes == peak;
+    std::printf("| %s | %d | %lld | %lld | %.2f | %lld | %.3f | %s | %.3f | %d |\n", name.c_str(), g.num_ops(), static_cast<long long>(peak),
+                static_cast<long long>(lbp), pct(peak, lbp), static_cast<long long>(cb.bytes), gap, cb.bytes == peak ? "yes" : "no", s, cb.cuts);
+    std::fflush(stdout);
+  }
+  // The 100k-op synthetic graph of bench/schedule: sampled ops only (the bound stays valid).
+  bench::training_graph_options big;
+  big.name = "synthetic-100k";
+  big.blocks = 14300;
+  big.residual_every = 2;
+  big.act_bytes = 1 << 12;
+  big.weight_bytes = 1 << 10;
+  const auto bg = make_problem(bench::training_graph(big));
+  const auto bpeak = schedule::default_scheduler{}.run(bg).peak;
+  const auto blbp = lower_bound_peak(bg).bytes;
+  const auto tb = clock_type::now();
+  const auto bcb = cut_lower_bound(bg, {.stop_at = bpeak});
+  std::printf("| synthetic-100k (sampled: %s) | %d | %lld | %lld | %.2f | %lld | %.3f | %s | %.3f | %d |\n", bcb.sampled ? "yes" : "no",
+              bg.num_ops(), static_cast<long long>(bpeak), static_cast<long long>(blbp), pct(bpeak, blbp), static_cast<long long>(bcb.bytes),
+              pct(bpeak, bcb.bytes), bcb.bytes == bpeak ? "yes" : "no", seconds_since(tb), bcb.cuts);
+  std::printf("\ndefault scheduler proven optimal on %d exports; worst training gap %.3f %% (%s)\n", proven, worst, worst_at.c_str());
+  std::printf("TARGET default scheduler within 1 %% of the cut bound on every real training export: %d of %d -> %s\n", within, training,
+              within == training ? "met" : "NOT met");
+}
+#endif
+
+// ---- the older sections ---------------------------------------------------------------------------------------
 struct row {
   std::string placer;
-  double ms = 0;       // CPU
+  double ms = 0;  // CPU
   double wall_ms = 0;
   std::int64_t arena = 0;
   std::string note;
@@ -82,7 +411,7 @@ row run(const std::string& name, const std::function<buffer_placement()>& f) {
   row r;
   r.placer = name;
   const auto t0 = clock_type::now();
-  const auto c0 = cpu_ms();
+  const auto c0 = cpu_s();
   try {
     const auto pl = f();
     r.arena = pl.arena;
@@ -90,13 +419,13 @@ row run(const std::string& name, const std::function<buffer_placement()>& f) {
   } catch (const error& e) {
     r.note = e.what();
   }
-  r.ms = cpu_ms() - c0;
-  r.wall_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+  r.ms = 1e3 * (cpu_s() - c0);
+  r.wall_ms = 1e3 * seconds_since(t0);
   return r;
 }
 
 void synthetic(const std::vector<std::size_t>& sizes) {
-  std::cout << "\n## Synthetic DNN-like buffer lists\n\n"
+  std::cout << "\n## Synthetic DNN-like buffer lists, every placer\n\n"
                "| buffers | placer | cpu ms | wall ms | arena (B) | lower bound (B) | gap % | note |\n"
                "|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (auto n : sizes) {
@@ -115,79 +444,32 @@ void synthetic(const std::vector<std::size_t>& sizes) {
         {"gergov", 20000, [&] { return gergov{}.place(p); }},
         {"mincost_flow", 1000, [&] { return mincost_flow{}.place(p); }},
         {"pyramid", SIZE_MAX, [&] { return pyramid{}.place(p); }},
-        {"default (50 ms)", SIZE_MAX, [&] { return default_placer{}.place(p); }},
-        {"exact (2 s)", 10000, [&] { return exact{.time_limit = 2}.place(p); }},
+        {"default (1 s)", SIZE_MAX, [&] { return default_placer{}.place(p); }},
+        {"exact (2 s)", SIZE_MAX, [&] { return exact{.time_limit_s = 2}.place(p); }},
         {"online first_fit", SIZE_MAX, [&] { return online::first_fit{}.place(p); }},
         {"online best_fit", SIZE_MAX, [&] { return online::best_fit{}.place(p); }},
         {"caching_allocator", SIZE_MAX, [&] { return online::caching_allocator{}.place(p); }},
     };
-    double baseline_ms = 0;
     for (const auto& e : placers) {
       if (n > e.max_n) {
-        std::printf("| %zu | %s | - | - | - | %lld | - | skipped above %zu buffers (O(n^2) or worse; exact: search limit) |\n", n, e.name.c_str(),
+        std::printf("| %zu | %s | - | - | - | %lld | - | skipped above %zu buffers (O(n^2) or worse) |\n", n, e.name.c_str(),
                     static_cast<long long>(bound), e.max_n);
         continue;
       }
       auto r = run(e.name, e.f);
-      if (e.name == "greedy_by_size") baseline_ms = r.ms;
-      std::string note = r.note;
-      if (e.name != "greedy_by_size" && baseline_ms > 0) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%s%.1fx greedy_by_size time", note.empty() ? "" : ", ", r.ms / baseline_ms);
-        note += buf;
-      }
       if (r.arena == 0 && n > 0)
         std::printf("| %zu | %s | %.1f | %.1f | - | %lld | - | %s |\n", n, e.name.c_str(), r.ms, r.wall_ms, static_cast<long long>(bound),
                     r.note.c_str());
       else
-        std::printf("| %zu | %s | %.1f | %.1f | %lld | %lld | %.2f | %s |\n", n, e.name.c_str(), r.ms, r.wall_ms,
-                    static_cast<long long>(r.arena), static_cast<long long>(bound),
-                    100.0 * static_cast<double>(r.arena - bound) / static_cast<double>(r.arena), note.c_str());
+        std::printf("| %zu | %s | %.1f | %.1f | %lld | %lld | %.2f | %s |\n", n, e.name.c_str(), r.ms, r.wall_ms, static_cast<long long>(r.arena),
+                    static_cast<long long>(bound), pct(r.arena, bound), r.note.c_str());
       std::fflush(stdout);
     }
   }
-  std::cout << "\nTarget: 10k buffers heuristically placed in <= 1 s (see greedy_by_size / best_fit rows).\n";
-}
-
-void minimalloc(double seconds) {
-  const std::filesystem::path dir = std::filesystem::path(MEMPLAN_SHARED_DIR) / "benchmarks" / "minimalloc";
-  if (!std::filesystem::exists(dir)) {
-    std::cout << "\n(MiniMalloc instances not found at " << dir << ")\n";
-    return;
-  }
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".csv") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  std::cout << "\n## MiniMalloc benchmark instances (exact with accept = capacity, time limit " << seconds << " s each)\n\n"
-               "| instance | buffers | capacity | lower bound | greedy_by_size | exact arena | proven optimal | time s | "
-               "fits capacity | nodes / note |\n|---|---:|---:|---:|---:|---:|---|---:|---|---|\n";
-  int proven = 0, fit = 0, total = 0;
-  for (const auto& f : files) {
-    const auto list = io::read_buffers_csv_file(f.string());
-    const auto cap = io::capacity_from_filename(f.string());
-    const auto& p = list.problem;
-    const auto bound = arena_lower_bound(p);
-    const auto gs = greedy_by_size{}.place(p).arena;
-    const auto t0 = clock_type::now();
-    // MiniMalloc's task is the decision problem "fits the capacity": accept any arena <= capacity.
-    const auto pl = exact{.time_limit = seconds, .accept = cap ? *cap : -1}.place(p);
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    const bool fits = cap && pl.arena <= *cap;
-    ++total;
-    proven += pl.optimal;
-    fit += fits;
-    std::printf("| %s | %zu | %lld | %lld | %lld | %lld | %s | %.2f | %s | %s |\n", f.filename().c_str(),
-                p.buffers.size(), cap ? static_cast<long long>(*cap) : -1LL, static_cast<long long>(bound),
-                static_cast<long long>(gs), static_cast<long long>(pl.arena), pl.optimal ? "yes" : "no", s,
-                fits ? "yes" : "NO", pl.note.c_str());
-    std::fflush(stdout);
-  }
-  std::printf("\n%d/%d proven optimal, %d/%d fit their capacity.\n", proven, total, fit, total);
 }
 
 void model_like() {
-  std::cout << "\n## Model-like training graphs (hook: memplan::bench::place_row)\n\n";
+  std::cout << "\n## Model-like training lists (hook: memplan::bench::place_row)\n\n";
   bench::place_header(std::cout);
   for (std::size_t n : {200, 500, 1000, 2000, 5000})
     for (std::uint64_t seed : {1, 2}) {
@@ -195,7 +477,6 @@ void model_like() {
       bench::place_row(p, "dnn_like n=" + std::to_string(n) + " seed " + std::to_string(seed), std::cout);
       std::cout.flush();
     }
-  std::cout << "\nTarget: default placer 0.0 % fragmentation within 50 ms.\n";
 }
 
 }  // namespace
@@ -203,25 +484,38 @@ void model_like() {
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
-  bool mm = true, quick = false, synth = true;
+  std::set<std::string> only;
+  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "exports", "cut", "synthetic", "model_like"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--no-minimalloc") mm = false;
-    else if (a == "--no-synthetic") synth = false;
+    if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
     else if (a == "--mm-time" && i + 1 < argc) mm_time = std::atof(argv[++i]);
-    else if (a == "--sizes" && i + 1 < argc) {
+    else if (a == "--only" && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) only.insert(x);
+    } else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--quick] [--mm-time SECONDS] [--no-minimalloc] [--no-synthetic] [--sizes 1000,10000]\n";
+      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,exports,cut,synthetic,model_like] [--quick] "
+                   "[--mm-time S] [--sizes 1000,10000,100000]\n";
       return 2;
     }
   }
-  if (quick) { sizes = {1000, 10000}; mm_time = std::min(mm_time, 2.0); }
+  const auto want = [&](const std::string& s) { return only.empty() || only.count(s); };
   std::cout << "# memplan placement benchmark\n";
-  if (synth) synthetic(sizes);
-  model_like();
-  if (mm) minimalloc(mm_time);
+  if (want("minimalloc")) minimalloc_decision();
+  if (want("minimise")) minimalloc_minimise(mm_time);
+  if (want("bounds")) bounds(std::min(mm_time, 10.0));
+  if (want("large")) large(sizes);
+  if (want("budgets")) budgets(sizes);
+#ifdef MEMPLAN_BENCH_WITH_JSON
+  if (want("exports")) real_exports();
+  if (want("cut")) cut_bounds();
+#else
+  if (want("exports") || want("cut")) std::cout << "\n(exports, cut: built without memplan::json)\n";
+#endif
+  if (want("synthetic")) synthetic(sizes);
+  if (want("model_like")) model_like();
 }

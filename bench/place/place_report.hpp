@@ -30,7 +30,7 @@ inline void place_row(const place::buffer_problem& p, const std::string& label, 
   const auto gs = place::greedy_by_size{}.place(p);
   const auto bf = place::best_fit{}.place(p);
   const auto t0 = clock::now();
-  const auto d = place::default_placer{.time_limit = default_budget_s}.place(p);
+  const auto d = place::default_placer{.time_limit_s = default_budget_s}.place(p);
   const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   std::string caching = "n/a (pins or alignment > 512)";
   try {

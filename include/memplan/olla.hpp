@@ -40,7 +40,7 @@ inline auto default_pipeline(const options& opt = {}) {
   schedule::default_scheduler s;
   s.time_limit_s = opt.schedule_time_limit_s;
   place::default_placer pl;
-  pl.time_limit = opt.place_time_limit_s;
+  pl.time_limit_s = opt.place_time_limit_s;
   return s | pl;
 }
 
@@ -51,7 +51,7 @@ inline memory_plan optimize(const problem& p, const options& opt = {}) {
   ctx.deterministic = opt.deterministic;
   if (!opt.reorder) {
     place::default_placer pl;
-    pl.time_limit = opt.place_time_limit_s;
+    pl.time_limit_s = opt.place_time_limit_s;
     return plan(p, pl, ctx);
   }
   return plan(p, default_pipeline(opt), ctx);

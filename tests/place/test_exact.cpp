@@ -18,7 +18,7 @@ TEST_CASE("exact equals brute force on small instances") {
     for (std::uint64_t seed = 1; seed <= 60; ++seed) {
       const auto p = random_instance(seed * 31 + k, kinds[k]);
       const auto opt = brute_force_arena(p);
-      const auto pl = exact{.time_limit = 1e9}.place(p);
+      const auto pl = exact{.time_limit_s = 1e9}.place(p);
       INFO("kind " << k << " seed " << seed);
       CHECK(!check(p, pl));
       CHECK(pl.arena == opt);
@@ -63,7 +63,7 @@ TEST_CASE("an instance where greedy by size leaves a gap that exact closes") {
 
 TEST_CASE("exact reports its gap when the node limit stops it") {
   const auto p = random_instance(11, {.buffers = 120, .steps = 40, .max_size = 1000});
-  const auto pl = exact{.time_limit = 1e9, .node_limit = 1}.place(p);
+  const auto pl = exact{.time_limit_s = 1e9, .node_limit = 1}.place(p);
   CHECK(!check(p, pl));
   if (!pl.optimal) {
     CHECK(pl.note.find("gap") != std::string::npos);

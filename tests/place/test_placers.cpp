@@ -63,8 +63,8 @@ TEST_CASE("placers are deterministic") {
     const auto a = by_name(name).place(p), b = by_name(name).place(p);
     CHECK(a.offsets == b.offsets);
   }
-  const auto a = exact{.time_limit = 1e9, .node_limit = 2000}.place(p);
-  const auto b = exact{.time_limit = 1e9, .node_limit = 2000}.place(p);
+  const auto a = exact{.time_limit_s = 1e9, .node_limit = 2000}.place(p);
+  const auto b = exact{.time_limit_s = 1e9, .node_limit = 2000}.place(p);
   CHECK(a.offsets == b.offsets);
 }
 
@@ -219,7 +219,7 @@ TEST_CASE("best_of names the winner and default_placer reaches zero fragmentatio
   const auto pl = best_of{bump{}, greedy_by_size{}, best_fit{}}.place(p);
   CHECK(pl.placer != "bump");
   CHECK(pl.note.find("bump=") != std::string::npos);
-  const auto d = default_placer{.time_limit = 5}.place(p);
+  const auto d = default_placer{.time_limit_s = 5}.place(p);
   CHECK(!check(p, d));
   CHECK(d.arena <= pl.arena);
   CHECK(d.placer.rfind("default(", 0) == 0);

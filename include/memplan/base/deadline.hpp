@@ -1,6 +1,7 @@
 #pragma once
-// memplan's one deadline: every searching policy polls it inside its loops. A limit below zero
-// never expires (the policy then stops on its own work limits only).
+// memplan's one deadline: every searching policy polls it inside its loops. A limit below zero (or
+// above 1e9 s, which would overflow the clock) never expires (the policy then stops on its own work
+// limits only).
 #include <chrono>
 
 namespace memplan {
@@ -9,12 +10,12 @@ class deadline {
  public:
   using clock = std::chrono::steady_clock;
 
-  // Expires `seconds` after now; seconds < 0: never.
+  // Expires `seconds` after now; seconds < 0 or >= 1e9: never.
   static deadline after(double seconds) { return deadline(seconds); }
   static deadline never() { return deadline(-1.0); }
 
   [[nodiscard]] double elapsed() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
-  [[nodiscard]] bool limited() const noexcept { return limit_ >= 0.0; }
+  [[nodiscard]] bool limited() const noexcept { return limit_ >= 0.0 && limit_ < 1e9; }
   [[nodiscard]] bool expired() const { return limited() && clock::now() >= at_; }
   [[nodiscard]] double limit() const noexcept { return limit_; }
   // Seconds until expiry (never negative); a large number when unlimited.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/detail/support.hpp>
 
 namespace memplan::place {
@@ -20,13 +20,25 @@ struct greedy_by_size {
 
   [[nodiscard]] std::string name() const { return "greedy_by_size"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, deadline::never()); }
+
+  // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
+  // said in `note`); the pass checks it every 256 buffers.
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const deadline& until) const {
     validate(p);
+    bool cut = false;
+    auto offsets = this->offsets(p, until, &cut);
+    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
+  }
+
+  // The offsets of the pass alone (validated input assumed; not yet checked by the referee: the
+  // composite placers check the one placement they return).
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const deadline& until, bool* cut = nullptr) const {
     auto order = detail::free_buffers(p);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return p.buffers[a].size > p.buffers[b].size;  // ties: index order
     });
-    return detail::finish(p, detail::place_in_order(p, order, gap), name());
+    return detail::place_in_order(p, order, gap, {}, &until, cut);
   }
 };
 

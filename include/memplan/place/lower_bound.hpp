@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 
 namespace memplan::place {
 

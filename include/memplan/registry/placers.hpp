@@ -19,21 +19,6 @@
 
 namespace memplan {
 
-namespace detail {
-// A searching placer whose time limit comes from the context (plan_context::time_limit_s).
-template <class P>
-struct context_time_limit {
-  P impl;
-  [[nodiscard]] std::string name() const { return impl.name(); }
-  [[nodiscard]] buffer_placement place(const buffer_problem& bp) const { return impl.place(bp); }
-  [[nodiscard]] buffer_placement place(const buffer_problem& bp, const plan_context& ctx) const {
-    auto q = impl;
-    if (!ctx.deterministic && ctx.time_limit_s >= 0) q.time_limit = ctx.time_limit_s;
-    return q.place(bp);
-  }
-};
-}  // namespace detail
-
 inline const registry<any_placer>& placers() {
   static const auto r = [] {
     registry<any_placer> g("placer");
@@ -45,11 +30,11 @@ inline const registry<any_placer>& placers() {
     g.add("mincost_flow", "min-cost flow over buffer chains (MemoMalloc), up to 1,000 buffers", [] { return any_placer(place::mincost_flow{}); });
     g.add("pyramid", "OLLA Function 5 pyramid, completed greedily", [] { return any_placer(place::pyramid{}); });
     g.add("exact", "branch and bound over canonical placements (MiniMalloc-style), proves the minimum",
-          [] { return any_placer(detail::context_time_limit<place::exact>{place::exact{}}); });
+          [] { return any_placer(place::exact{}); });
     g.add("best_of", "smallest arena of the greedy placers",
           [] { return any_placer(best_of{place::greedy_by_size{}, place::best_fit{}, place::greedy_by_breadth{}, place::pyramid{}, place::gergov{}, place::mincost_flow{}}); });
     g.add("default", "greedy placers, then exact search until the arena meets its lower bound",
-          [] { return any_placer(detail::context_time_limit<place::default_placer>{place::default_placer{}}); });
+          [] { return any_placer(place::default_placer{}); });
     g.add("online_first_fit", "an online first-fit allocator (baseline)", [] { return any_placer(place::online::first_fit{}); });
     g.add("online_best_fit", "an online best-fit allocator (baseline)", [] { return any_placer(place::online::best_fit{}); });
     g.add("caching_allocator", "a model of PyTorch's CUDA caching allocator (baseline)", [] { return any_placer(place::online::caching_allocator{}); });

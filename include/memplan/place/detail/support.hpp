@@ -4,15 +4,20 @@
 // overlap a new one in time.
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
-#include <memplan/place/buffer.hpp>
+#include <memplan/core/buffer.hpp>
 #include <memplan/place/lower_bound.hpp>
 
 namespace memplan::place::detail {
@@ -46,6 +51,13 @@ inline buffer_placement finish(const buffer_problem& p, std::vector<std::int64_t
   if (auto why = check(p, out))
     throw error(errc::invalid_plan, "placer " + out.placer + " produced an invalid placement: " + *why);
   return out;
+}
+
+// max over buffers of offset + size (0 when empty).
+inline std::int64_t arena_of(const buffer_problem& p, const std::vector<std::int64_t>& offsets) {
+  std::int64_t a = 0;
+  for (std::size_t i = 0; i < p.buffers.size() && i < offsets.size(); ++i) a = std::max(a, offsets[i] + p.buffers[i].size);
+  return a;
 }
 
 // Compressed time axis: the distinct lifetime endpoints; section k is [times[k], times[k+1]).
@@ -122,8 +134,8 @@ enum class fit { first, best };
 // Offset for a buffer of `size` aligned to `align` among occupied address ranges [start, end) (any order):
 // `first` = the lowest gap that fits, `best` = the smallest gap that fits (ties: lowest), else on top.
 inline std::int64_t find_gap(std::vector<std::pair<std::int64_t, std::int64_t>>& occupied, std::int64_t size,
-                             std::int64_t align, fit rule) {
-  std::sort(occupied.begin(), occupied.end());
+                             std::int64_t align, fit rule, bool sorted = false) {
+  if (!sorted) std::sort(occupied.begin(), occupied.end());
   std::int64_t cur = 0;  // end of the merged occupied prefix
   std::int64_t best = -1, best_gap = std::numeric_limits<std::int64_t>::max();
   for (const auto& [s, e] : occupied) {
@@ -138,33 +150,219 @@ inline std::int64_t find_gap(std::vector<std::pair<std::int64_t, std::int64_t>>&
   return best >= 0 ? best : align_up(cur, align);
 }
 
+// Occupied address ranges by time, for gap search among the placed buffers live during [l, u). A
+// segment tree over the sections of the time axis keeps, per node, merged address-interval sets:
+// `cover` = the buffers whose lifetime covers the node's whole range (stored at the O(log S) nodes
+// that decompose the lifetime), `any` = a superset of the buffers stored at the node or below, made
+// only of buffers that overlap the node's range. The placed buffers overlapping a query [l, u) are
+// then covered by the `any` sets of the query's decomposition nodes plus the `cover` sets on the two
+// boundary paths to the root, and every set read holds only buffers overlapping [l, u): the union is
+// exact. Sets stay small because adjacent ranges merge (a tightly packed stack is one interval), so a
+// query costs O(log S) small sets instead of one entry per overlapping buffer (the naive index's
+// O(k log k) for k live buffers made 100k-buffer lists quadratic).
+class occupancy_index {
+ public:
+  explicit occupancy_index(const time_axis& axis) : axis_(&axis) {
+    leaves_ = 1;
+    while (leaves_ < std::max(1, axis.sections())) leaves_ *= 2;
+    cover_.resize(2 * static_cast<std::size_t>(leaves_));
+    any_.resize(2 * static_cast<std::size_t>(leaves_));
+  }
+
+  // Marks [start, end) occupied during [lower, upper).
+  void insert(std::int64_t lower, std::int64_t upper, std::int64_t start, std::int64_t end) {
+    int l = axis_->index(lower) + leaves_, r = axis_->index(upper) + leaves_;
+    if (l >= r || start >= end) return;
+    for (int a = l >> 1, b = (r - 1) >> 1; a > 0; a >>= 1, b >>= 1) {
+      add(any_, a, start, end);
+      if (b != a) add(any_, b, start, end);
+    }
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) { add(cover_, l, start, end); add(any_, l, start, end); ++l; }
+      if (r & 1) { --r; add(cover_, r, start, end); add(any_, r, start, end); }
+    }
+  }
+
+  // Fills `out` with address ranges, sorted by start (they may overlap), whose union is the occupied
+  // space during [lower, upper). Each set read is sorted already: the runs are merged pairwise.
+  void occupied(std::int64_t lower, std::int64_t upper, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+    out.clear();
+    runs_.clear();
+    int l = axis_->index(lower) + leaves_, r = axis_->index(upper) + leaves_;
+    if (l >= r) return;
+    const auto take = [&](const std::vector<ranges>& sets, int x) {
+      const auto& set = sets[static_cast<std::size_t>(x)];
+      if (set.empty()) return;
+      out.insert(out.end(), set.begin(), set.end());
+      runs_.push_back(out.size());
+    };
+    for (int a = l >> 1, b = (r - 1) >> 1; a > 0; a >>= 1, b >>= 1) {  // the two paths, equal depths
+      take(cover_, a);
+      if (b != a) take(cover_, b);
+    }
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) take(any_, l++);
+      if (r & 1) take(any_, --r);
+    }
+    const auto by_start = [](const auto& a, const auto& b) { return a.first < b.first; };
+    while (runs_.size() > 1) {  // merge neighbouring runs until one is left
+      std::size_t w = 0, from = 0;
+      for (std::size_t k = 0; k < runs_.size(); k += 2) {
+        if (k + 1 < runs_.size()) {
+          std::inplace_merge(out.begin() + static_cast<std::ptrdiff_t>(from), out.begin() + static_cast<std::ptrdiff_t>(runs_[k]),
+                             out.begin() + static_cast<std::ptrdiff_t>(runs_[k + 1]), by_start);
+          from = runs_[k + 1];
+          runs_[w++] = runs_[k + 1];
+        } else {
+          runs_[w++] = runs_[k];
+        }
+      }
+      runs_.resize(w);
+    }
+  }
+
+ private:
+  using ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;  // sorted, disjoint, non-touching
+  static void add(std::vector<ranges>& sets, int x, std::int64_t start, std::int64_t end) {
+    auto& m = sets[static_cast<std::size_t>(x)];
+    // First range ending at or after start (it may touch or overlap [start, end)).
+    auto it = std::lower_bound(m.begin(), m.end(), start, [](const auto& r, std::int64_t v) { return r.second < v; });
+    if (it != m.end() && it->first <= start && it->second >= end) return;  // already covered
+    auto last = it;
+    while (last != m.end() && last->first <= end) {
+      start = std::min(start, last->first);
+      end = std::max(end, last->second);
+      ++last;
+    }
+    if (it == last) {
+      m.insert(it, {start, end});
+    } else {
+      *it = {start, end};
+      m.erase(it + 1, last);
+    }
+  }
+  const time_axis* axis_;
+  int leaves_ = 1;
+  std::vector<ranges> cover_, any_;
+  std::vector<std::size_t> runs_;  // ends of the sorted runs in occupied()'s output
+};
+
 // Places buffers one at a time in `order` at the first or best gap among already placed buffers that
 // overlap in time (pinned buffers are placed first, at their offsets). Buffers not in `order` and not
 // pinned keep offset `unplaced`. Zero-size buffers go to offset 0: they overlap nothing.
-inline std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vector<std::size_t>& order,
-                                                fit rule, std::vector<std::int64_t> offsets = {}) {
+// With `until`: when it expires, the buffers of `order` not placed yet are stacked above everything
+// placed by an O(r log r) first-fit sweep over time (valid, but without gap reuse) and *cut is set.
+inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
+                                              std::vector<std::int64_t> offsets);
+template <class Deadline = std::nullptr_t>
+std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vector<std::size_t>& order, fit rule,
+                                         std::vector<std::int64_t> offsets = {}, const Deadline* until = nullptr,
+                                         bool* cut = nullptr) {
   const auto n = p.buffers.size();
   if (offsets.empty()) offsets.assign(n, unplaced);
   const time_axis axis(p);
-  interval_index index(p, axis);
+  occupancy_index index(axis);
   for (std::size_t i = 0; i < n; ++i) {
     if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
-    if (offsets[i] != unplaced && p.buffers[i].size > 0) index.insert(i);
+    if (offsets[i] != unplaced && p.buffers[i].size > 0)
+      index.insert(p.buffers[i].lower, p.buffers[i].upper, offsets[i], offsets[i] + p.buffers[i].size);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> occupied;
-  for (auto i : order) {
+  for (std::size_t at = 0; at < order.size(); ++at) {
+    if constexpr (!std::is_same_v<Deadline, std::nullptr_t>) {
+      if (until && (at & 255) == 255 && until->expired()) {
+        if (cut) *cut = true;
+        return stack_on_top(p, std::vector<std::size_t>(order.begin() + static_cast<std::ptrdiff_t>(at), order.end()),
+                            std::move(offsets));
+      }
+    }
+    const auto i = order[at];
     if (offsets[i] != unplaced) continue;
     const auto& b = p.buffers[i];
     if (b.size == 0) { offsets[i] = 0; continue; }
-    occupied.clear();
-    index.for_each_overlapping(b.lower, b.upper, [&](std::size_t j) {
-      occupied.emplace_back(offsets[j], offsets[j] + p.buffers[j].size);
-    });
-    offsets[i] = find_gap(occupied, b.size, effective_alignment(p, b), rule);
-    index.insert(i);
+    index.occupied(b.lower, b.upper, occupied);
+    offsets[i] = find_gap(occupied, b.size, effective_alignment(p, b), rule, /*sorted=*/true);
+    index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
   return offsets;
 }
+
+// The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a first-fit free list
+// replayed over time (frees before allocations at equal steps), offsets shifted by that top.
+inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
+                                              std::vector<std::int64_t> offsets) {
+  std::int64_t base = 0, align = p.alignment;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    if (offsets[i] != unplaced) base = std::max(base, offsets[i] + p.buffers[i].size);
+    align = std::max(align, effective_alignment(p, p.buffers[i]));
+  }
+  base = align_up(base, align);  // any offset inside the stack keeps its alignment after the shift
+  struct ev { std::int64_t t; int kind; std::size_t i; };  // kind 0 = free (first), 1 = allocate
+  std::vector<ev> evs;
+  for (auto i : rest) {
+    if (offsets[i] != unplaced) continue;
+    if (p.buffers[i].size == 0) { offsets[i] = 0; continue; }
+    evs.push_back({p.buffers[i].lower, 1, i});
+    evs.push_back({p.buffers[i].upper, 0, i});
+  }
+  std::sort(evs.begin(), evs.end(), [](const ev& a, const ev& b) {
+    return a.t != b.t ? a.t < b.t : a.kind != b.kind ? a.kind < b.kind : a.i < b.i;
+  });
+  std::map<std::int64_t, std::int64_t> free_blocks;  // start -> end, relative to base
+  std::int64_t top = 0;
+  for (const auto& e : evs) {
+    const auto& b = p.buffers[e.i];
+    if (e.kind == 0) {
+      auto start = offsets[e.i] - base, end = start + b.size;
+      auto next = free_blocks.lower_bound(start);
+      if (next != free_blocks.end() && next->first == end) { end = next->second; next = free_blocks.erase(next); }
+      if (next != free_blocks.begin() && std::prev(next)->second == start) {
+        start = std::prev(next)->first;
+        free_blocks.erase(std::prev(next));
+      }
+      if (end == top) top = start;
+      else free_blocks[start] = end;
+      continue;
+    }
+    const auto a = effective_alignment(p, b);
+    std::int64_t pos = -1;
+    int looked = 0;  // first fit among the lowest 64 free blocks: O(r log r) in all, this is a fallback
+    for (auto it = free_blocks.begin(); it != free_blocks.end() && looked < 64; ++it, ++looked) {
+      const auto at = align_up(it->first, a);
+      if (at + b.size > it->second) continue;
+      const auto [s, end] = *it;
+      free_blocks.erase(it);
+      if (s < at) free_blocks[s] = at;
+      if (at + b.size < end) free_blocks[at + b.size] = end;
+      pos = at;
+      break;
+    }
+    if (pos < 0) {
+      pos = align_up(top, a);
+      if (pos > top) free_blocks[top] = pos;
+      top = pos + b.size;
+    }
+    offsets[e.i] = base + pos;
+  }
+  return offsets;
+}
+
+// The cheapest valid pass (a first-fit sweep over time, no gap reuse across the stack): what a
+// composite placer falls back to when its budget cannot even pay for a greedy pass's setup (about
+// 1 us per buffer). Same interface as the greedy placers' offsets().
+struct first_fit_sweep {
+  [[nodiscard]] std::string name() const { return "first_fit_sweep"; }
+  template <class Deadline>
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline&, bool* = nullptr) const {
+    std::vector<std::int64_t> offsets(p.buffers.size(), unplaced);
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
+      else rest.push_back(i);
+    }
+    return stack_on_top(p, rest, std::move(offsets));
+  }
+};
 
 // Buffers that are not pinned, in index order.
 inline std::vector<std::size_t> free_buffers(const buffer_problem& p) {
@@ -189,20 +387,5 @@ inline bool has_pins(const buffer_problem& p) {
   return std::any_of(p.buffers.begin(), p.buffers.end(), [](const buffer& b) { return b.fixed_offset >= 0; });
 }
 
-// Wall-clock deadline; `none` never expires.
-struct deadline {
-  using clock = std::chrono::steady_clock;
-  clock::time_point at = clock::time_point::max();
-  static deadline after(double seconds) {
-    deadline d;
-    if (seconds < 1e9) d.at = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
-    return d;
-  }
-  [[nodiscard]] bool expired() const { return at != clock::time_point::max() && clock::now() >= at; }
-  [[nodiscard]] double seconds_left() const {
-    if (at == clock::time_point::max()) return 1e18;
-    return std::chrono::duration<double>(at - clock::now()).count();
-  }
-};
 
 }  // namespace memplan::place::detail

@@ -1,0 +1,515 @@
+#pragma once
+// The feasibility search behind place::exact: is there a placement with arena <= target? It walks
+// *canonical* placements (after MiniMalloc, Moffitt ASPLOS 2023): push every unpinned buffer down until
+// it rests on a buffer live at the same time (or on 0); no arena grows, and the placement is then fixed
+// by the order of the buffers by offset, each sitting at the aligned maximum end of the overlapping
+// buffers before it. The search branches on the next buffer of that order, at its lowest offset, and
+// only allows orders sorted by (offset, preorder rank), so each canonical placement is reached once.
+// Pinned buffers join the order at their fixed offsets; a branch that already covers one is dead.
+//
+// Pruning (each one keeps at least one optimal canonical placement reachable):
+//  * dominance: a candidate at or above the lowest top another unplaced buffer could reach now would
+//    leave a gap that buffer fills (lowering it keeps the placement valid and the sum of offsets drops);
+//  * section inference: the unplaced buffers of a section (a maximal set of buffers live together) are
+//    stacked above the lowest offset any of them can take and above the current offset, so that plus
+//    their total size must fit the target. Kept incrementally: section totals in a range-add / range-max
+//    tree (the check against the current offset is one O(log S) query instead of a scan of every
+//    section), and the "unallocated floor" only re-examined in sections whose buffers just moved up,
+//    each scan stopping at the first buffer that still fits;
+//  * hatless pruning: when the placed buffer has no unplaced buffer live with it, its offset is the
+//    same in every completion, so if its subtree fails the node fails;
+//  * identical buffers (same lifetime, size, alignment, unpinned) are interchangeable: they are placed
+//    in index order only;
+//  * dynamic temporal decomposition: when no unplaced buffer crosses a section boundary the two sides
+//    are solved one after the other, each with a fresh canonical order and a preorder recomputed from
+//    the *remaining* section totals (MiniMalloc's SubSolve; recomputing the preorder is what makes the
+//    hard instances E, H and I of its benchmark fall within a second here).
+// Preorders are key strings over W (lifetime width), A (area = width x size) and T (largest remaining
+// total of a section the buffer lives in), compared in turn, larger first; ties by buffer index.
+//
+// The constructor checks a deadline while it builds the overlap lists (O(n log n + pairs)); decide()
+// checks its own at every node and candidate and stops at a node budget. Deterministic for a given budget.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <memplan/core/buffer.hpp>
+#include <memplan/place/detail/support.hpp>
+
+namespace memplan::place::detail {
+
+// A lossy, fixed-size table of 128-bit fingerprints of search states proven to fail.
+class failure_cache {
+ public:
+  void reset(std::size_t log2_entries) {
+    keys_.assign(std::size_t{1} << log2_entries, {0, 0});
+    mask_ = keys_.size() - 1;
+  }
+  [[nodiscard]] bool contains(std::uint64_t a, std::uint64_t b) const {
+    const auto& e = keys_[a & mask_];
+    return e.first == a && e.second == b;
+  }
+  void insert(std::uint64_t a, std::uint64_t b) { keys_[a & mask_] = {a, b}; }
+  [[nodiscard]] bool empty() const { return keys_.empty(); }
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keys_;
+  std::size_t mask_ = 0;
+};
+
+inline std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+class canonical_search {
+ public:
+  enum class outcome { found, infeasible, aborted };
+
+  // Builds sections and overlap lists; stops early (ready() == false) when `until` expires.
+  // `max_section_entries`: above this many (buffer, section) memberships the search is not built
+  // (memory: 4 bytes each; too_big() says so).
+  canonical_search(const buffer_problem& p, const deadline& until, std::int64_t max_section_entries = 50'000'000) : p_(&p) {
+    const auto n = p.buffers.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (p.buffers[i].size > 0) active_.push_back(i);
+    const auto m = active_.size();
+    size_.resize(m);
+    align_.resize(m);
+    fixed_.resize(m);
+    const time_axis axis(p);
+    // Sections are the cross sections just before some buffer ends: the maximal cliques of the interval
+    // graph. An elementary segment followed by no end lies inside the next cross section.
+    const int elementary = std::max(0, axis.sections());
+    std::vector<char> ends(static_cast<std::size_t>(elementary), 0);
+    for (auto i : active_) ends[static_cast<std::size_t>(axis.index(p.buffers[i].upper) - 1)] = 1;
+    std::vector<int> rank(static_cast<std::size_t>(elementary) + 1, 0);
+    for (int e = 0; e < elementary; ++e)
+      rank[static_cast<std::size_t>(e) + 1] = rank[static_cast<std::size_t>(e)] + ends[static_cast<std::size_t>(e)];
+    sections_ = rank[static_cast<std::size_t>(elementary)];
+    lo_.resize(m);
+    hi_.resize(m);
+    std::vector<int> local(n, -1);
+    for (std::size_t k = 0; k < m; ++k) {
+      const auto& b = p.buffers[active_[k]];
+      local[active_[k]] = static_cast<int>(k);
+      size_[k] = b.size;
+      align_[k] = effective_alignment(p, b);
+      fixed_[k] = b.fixed_offset;
+      lo_[k] = rank[static_cast<std::size_t>(axis.index(b.lower))];
+      hi_[k] = rank[static_cast<std::size_t>(axis.index(b.upper))];
+    }
+    std::int64_t entries = 0;
+    for (std::size_t k = 0; k < m; ++k) entries += hi_[k] - lo_[k];
+    if (entries > max_section_entries) { too_big_ = true; return; }
+    // Overlaps by a sweep in order of lower ends.
+    overlaps_.resize(m);
+    std::vector<int> by_lower(m);
+    for (std::size_t k = 0; k < m; ++k) by_lower[k] = static_cast<int>(k);
+    std::sort(by_lower.begin(), by_lower.end(), [&](int a, int b) {
+      return p.buffers[active_[static_cast<std::size_t>(a)]].lower < p.buffers[active_[static_cast<std::size_t>(b)]].lower;
+    });
+    std::vector<int> live;
+    std::size_t work = 0;
+    for (int k : by_lower) {
+      const auto& b = p.buffers[active_[static_cast<std::size_t>(k)]];
+      std::size_t w = 0;
+      for (int j : live)
+        if (p.buffers[active_[static_cast<std::size_t>(j)]].upper > b.lower) live[w++] = j;
+      live.resize(w);
+      for (int j : live) {
+        overlaps_[static_cast<std::size_t>(k)].push_back(j);
+        overlaps_[static_cast<std::size_t>(j)].push_back(k);
+      }
+      live.push_back(k);
+      work += live.size();
+      if (work > 1'000'000) {
+        work = 0;
+        if (until.expired()) return;
+      }
+    }
+    section_total_.assign(static_cast<std::size_t>(sections_), 0);
+    section_buffers_.resize(static_cast<std::size_t>(sections_));
+    for (std::size_t k = 0; k < m; ++k) {
+      for (int s = lo_[k]; s < hi_[k]; ++s) {
+        section_total_[static_cast<std::size_t>(s)] += size_[k];
+        section_buffers_[static_cast<std::size_t>(s)].push_back(static_cast<int>(k));
+      }
+      work += static_cast<std::size_t>(hi_[k] - lo_[k]);
+      if (work > 1'000'000) {
+        work = 0;
+        if (until.expired()) return;
+      }
+    }
+    // Interchangeable buffers are placed in index order: each waits for the previous one of its kind.
+    prev_same_.assign(m, -1);
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, int> last;
+    for (std::size_t k = 0; k < m; ++k) {
+      if (fixed_[k] >= 0) continue;
+      const auto& b = p.buffers[active_[k]];
+      auto [it, fresh] = last.emplace(std::make_tuple(b.lower, b.upper, size_[k], align_[k]), static_cast<int>(k));
+      if (!fresh) { prev_same_[k] = it->second; it->second = static_cast<int>(k); }
+    }
+    // Buffers crossing each boundary between sections (dynamic decomposition splits where none does).
+    initial_cuts_.assign(static_cast<std::size_t>(std::max(0, sections_ - 1)), 0);
+    for (std::size_t k = 0; k < m; ++k)
+      if (hi_[k] - lo_[k] > 1) {  // a difference array: O(m + S)
+        ++initial_cuts_[static_cast<std::size_t>(lo_[k])];
+        if (hi_[k] - 1 < sections_ - 1) --initial_cuts_[static_cast<std::size_t>(hi_[k] - 1)];
+      }
+    for (std::size_t s = 1; s < initial_cuts_.size(); ++s) initial_cuts_[s] += initial_cuts_[s - 1];
+    ready_ = true;
+  }
+
+  [[nodiscard]] bool ready() const { return ready_; }
+  [[nodiscard]] bool too_big() const { return too_big_; }
+  // Offsets of a known placement: preorder key 'O' ranks buffers by them, lowest first.
+  void set_hint(std::vector<std::int64_t> offsets) { hint_ = std::move(offsets); }
+  [[nodiscard]] std::size_t size() const { return active_.size(); }
+  [[nodiscard]] std::int64_t nodes() const { return nodes_; }
+
+  // Searches placements with arena <= target under the preorder `keys`; on `found`, offsets (indexed
+  // like the problem's buffers; zero-size buffers at 0 or their pin) hold one.
+  outcome decide(std::int64_t target, const std::string& keys, std::int64_t node_budget, const deadline& until,
+                 std::vector<std::int64_t>& offsets) {
+    if (!ready_ || until.expired()) return outcome::aborted;  // (the constructor may have run out of time)
+    const auto m = active_.size();
+    target_ = target;
+    keys_ = keys;
+    memo_ = &memo_for(target, keys);
+    budget_ = node_budget < 0 ? -1 : nodes_ + node_budget;
+    until_ = &until;
+    for (std::size_t k = 0; k < m; ++k)
+      if (size_[k] > target || (fixed_[k] >= 0 && fixed_[k] + size_[k] > target)) return outcome::infeasible;
+    for (auto t : section_total_)
+      if (t > target) return outcome::infeasible;
+    rank_.assign(m, 0);
+    off_.assign(m, -1);
+    best_.assign(m, -1);
+    min_off_.assign(m, 0);
+    total_ = section_total_;
+    // A witness per section: an unplaced buffer that can still start low enough for the section's
+    // remaining buffers to fit above it (see search()).
+    witness_.assign(static_cast<std::size_t>(sections_), -1);
+    witnessing_.assign(m, {});
+    for (int sec = 0; sec < sections_; ++sec) {
+      const auto ss = static_cast<std::size_t>(sec);
+      if (total_[ss] == 0) continue;
+      for (int o : section_buffers_[ss])
+        if ((fixed_[static_cast<std::size_t>(o)] >= 0 ? fixed_[static_cast<std::size_t>(o)] : 0) <= target - total_[ss]) {
+          witness_[ss] = o;
+          witnessing_[static_cast<std::size_t>(o)].push_back(sec);
+          break;
+        }
+      if (witness_[ss] < 0) return outcome::infeasible;
+    }
+    cuts_ = initial_cuts_;
+    part all;
+    all.lo = 0;
+    all.hi = sections_;
+    for (std::size_t k = 0; k < m; ++k) all.buffers.push_back(static_cast<int>(k));
+    const auto r = solve_split(all);
+    if (r == outcome::found) {
+      offsets.assign(p_->buffers.size(), 0);
+      for (std::size_t i = 0; i < p_->buffers.size(); ++i)
+        if (p_->buffers[i].fixed_offset >= 0) offsets[i] = p_->buffers[i].fixed_offset;
+      for (std::size_t k = 0; k < m; ++k) offsets[active_[k]] = best_[k];
+    }
+    return r;
+  }
+
+ private:
+  struct cand { std::int64_t key; int rank; int k; };
+  struct change { int k; std::int64_t old; };
+  // Unplaced buffers whose lifetimes lie in sections [lo, hi), overlapped by no unplaced buffer outside.
+  struct part {
+    int lo = 0, hi = 0;
+    std::vector<int> buffers;
+  };
+
+  // Ranks the part's buffers by the current preorder keys (T from the remaining section totals, read
+  // from a sparse table of range maxima over the part's sections).
+  void rank_part(const part& pt) {
+    const int width = pt.hi - pt.lo;
+    std::vector<std::vector<std::int64_t>> table(1, std::vector<std::int64_t>(total_.begin() + pt.lo, total_.begin() + pt.hi));
+    for (int w = 1; 2 * w <= width; w *= 2) {
+      const auto& prev = table.back();
+      std::vector<std::int64_t> next(static_cast<std::size_t>(width - 2 * w + 1));
+      for (std::size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + static_cast<std::size_t>(w)]);
+      table.push_back(std::move(next));
+    }
+    const auto range_max = [&](int lo, int hi) {  // sections [lo, hi) of the part, lo < hi
+      lo -= pt.lo;
+      hi -= pt.lo;
+      std::size_t level = 0;
+      while ((2 << level) <= hi - lo) ++level;
+      return std::max(table[level][static_cast<std::size_t>(lo)], table[level][static_cast<std::size_t>(hi - (1 << level))]);
+    };
+    struct key { std::int64_t w, a, t, o; int k; };
+    std::vector<key> ks;
+    ks.reserve(pt.buffers.size());
+    for (int k : pt.buffers) {
+      const auto sk = static_cast<std::size_t>(k);
+      const auto& b = p_->buffers[active_[sk]];
+      const auto w = b.upper - b.lower;
+      ks.push_back({w, w * size_[sk], range_max(std::max(lo_[sk], pt.lo), std::min(hi_[sk], pt.hi)),
+                    hint_.empty() ? 0 : -hint_[active_[sk]], k});
+    }
+    std::sort(ks.begin(), ks.end(), [&](const key& x, const key& y) {
+      for (char c : keys_) {
+        const auto a = c == 'W' ? x.w : c == 'A' ? x.a : c == 'O' ? x.o : x.t;
+        const auto b = c == 'W' ? y.w : c == 'A' ? y.a : c == 'O' ? y.o : y.t;
+        if (a != b) return a > b;
+      }
+      return x.k < y.k;
+    });
+    for (std::size_t r = 0; r < ks.size(); ++r) rank_[static_cast<std::size_t>(ks[r].k)] = static_cast<int>(r);
+  }
+
+  // Splits `pt` where no unplaced buffer crosses a section boundary and solves the pieces in turn, each
+  // with its own preorder and a fresh canonical order; all must succeed.
+  outcome solve_split(const part& pt) {
+    std::vector<int> cutpoints;
+    for (int s = pt.lo; s + 1 < pt.hi; ++s)
+      if (cuts_[static_cast<std::size_t>(s)] == 0) cutpoints.push_back(s + 1);
+    cutpoints.push_back(pt.hi);
+    int from = pt.lo;
+    for (int to : cutpoints) {
+      part sub;
+      sub.lo = from;
+      sub.hi = to;
+      for (int k : pt.buffers) {
+        const auto sk = static_cast<std::size_t>(k);
+        if (off_[sk] < 0 && lo_[sk] < to && from < hi_[sk]) sub.buffers.push_back(k);
+      }
+      from = to;
+      if (sub.buffers.empty()) continue;
+      std::vector<int> saved(sub.buffers.size());
+      for (std::size_t i = 0; i < saved.size(); ++i) saved[i] = rank_[static_cast<std::size_t>(sub.buffers[i])];
+      rank_part(sub);
+      const auto r = search(sub, 0, -1);
+      for (std::size_t i = 0; i < saved.size(); ++i) rank_[static_cast<std::size_t>(sub.buffers[i])] = saved[i];
+      if (r != outcome::found) return r;
+    }
+    return outcome::found;
+  }
+
+  outcome search(const part& pt, std::int64_t last_off, int last_rank) {
+    ++nodes_;
+    if (budget_ >= 0 && nodes_ > budget_) return outcome::aborted;  // budget_ is absolute
+    if (until_->expired()) return outcome::aborted;  // a clock read is cheap next to a node's O(part) work
+    // One pass: the lowest top any unplaced buffer can reach, and the fingerprint of everything the
+    // subtree below depends on (the part, the canonical restriction, each unplaced buffer with its
+    // lowest offset and rank): equal fingerprints explore equal subtrees.
+    std::int64_t min_height = std::numeric_limits<std::int64_t>::max();
+    std::uint64_t h1 = mix64(static_cast<std::uint64_t>(pt.lo) << 32 | static_cast<std::uint32_t>(pt.hi));
+    std::uint64_t h2 = mix64(static_cast<std::uint64_t>(last_off) ^ mix64(static_cast<std::uint64_t>(last_rank) + 0x9e3779b97f4a7c15ULL));
+    bool any = false;
+    for (int k : pt.buffers) {
+      const auto sk = static_cast<std::size_t>(k);
+      if (off_[sk] >= 0) continue;
+      any = true;
+      std::int64_t key = min_off_[sk];
+      if (fixed_[sk] >= 0) {
+        if (key > fixed_[sk]) return outcome::infeasible;  // a pinned buffer is already covered
+        key = fixed_[sk];
+      }
+      min_height = std::min(min_height, key + size_[sk]);
+      const auto x = mix64(static_cast<std::uint64_t>(min_off_[sk]) * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(k));
+      h1 += mix64(x ^ static_cast<std::uint64_t>(rank_[sk]));
+      h2 += mix64(x + 0x632be59bd9b4e019ULL * static_cast<std::uint64_t>(rank_[sk] + 1));
+    }
+    if (!any) return outcome::found;  // every buffer of this part stored its offset when placed
+    if (memo_->contains(h1, h2)) return outcome::infeasible;
+    std::vector<cand> cands;
+    for (int k : pt.buffers) {
+      const auto sk = static_cast<std::size_t>(k);
+      if (off_[sk] >= 0) continue;
+      if (prev_same_[sk] >= 0 && off_[static_cast<std::size_t>(prev_same_[sk])] < 0) continue;  // its twin first
+      const std::int64_t key = fixed_[sk] >= 0 ? fixed_[sk] : min_off_[sk];
+      const int rank = rank_[sk];
+      if (key < last_off || (key == last_off && rank < last_rank)) continue;  // not canonical
+      if (key >= min_height) continue;                                         // dominated
+      if (key + size_[sk] > target_) continue;
+      cands.push_back({key, rank, k});
+    }
+    if (cands.empty()) {
+      memo_->insert(h1, h2);
+      return outcome::infeasible;
+    }
+    // The largest remaining section total of the part, and per block of 128 sections (O(width / 128)
+    // memory per level of the recursion) prefix / suffix maxima of the block maxima, for the check of
+    // the part against a candidate's offset.
+    const int width = pt.hi - pt.lo;
+    std::int64_t part_max = 0;
+    for (int i = pt.lo; i < pt.hi; ++i) part_max = std::max(part_max, total_[static_cast<std::size_t>(i)]);
+    constexpr int block = 128;
+    const int blocks = (width + block - 1) / block;
+    const auto base = scratch_.size();
+    // scratch_[base + j] = max over blocks [0, j), scratch_[base + blocks + 1 + j] = over blocks [j, blocks).
+    // (Indices, not pointers: the recursion below grows scratch_.)
+    const auto pre = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(j)]; };
+    const auto suf = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(blocks + 1 + j)]; };
+    {
+      scratch_.resize(base + 2 * static_cast<std::size_t>(blocks) + 2);
+      std::vector<std::int64_t> bmax(static_cast<std::size_t>(blocks), 0);
+      for (int i = 0; i < width; ++i)
+        bmax[static_cast<std::size_t>(i / block)] = std::max(bmax[static_cast<std::size_t>(i / block)], total_[static_cast<std::size_t>(pt.lo + i)]);
+      pre(0) = 0;
+      for (int j = 0; j < blocks; ++j) pre(j + 1) = std::max(pre(j), bmax[static_cast<std::size_t>(j)]);
+      suf(blocks) = 0;
+      for (int j = blocks - 1; j >= 0; --j) suf(j) = std::max(suf(j + 1), bmax[static_cast<std::size_t>(j)]);
+    }
+    // Max total of the part's sections outside [a, b) (absolute section indices; the blocks are as
+    // before any candidate, the partial scans read sections outside [a, b), which c did not change).
+    const auto outside = [&](int a, int b) {
+      std::int64_t best = 0;
+      const int ra = a - pt.lo, rb = b - pt.lo;
+      const int ba = ra / block;  // sections [0, ra): full blocks before ba, then a partial scan
+      best = std::max(best, pre(ba));
+      for (int i = ba * block; i < ra; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+      const int bb = (rb + block - 1) / block;  // sections [rb, width): a partial scan, then full blocks from bb
+      best = std::max(best, suf(std::min(bb, blocks)));
+      for (int i = rb; i < std::min(bb * block, width); ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+      return best;
+    };
+    // Candidates in (offset, preorder) order, popped from a heap: a dive usually needs only the first.
+    const auto later = [](const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; };
+    std::make_heap(cands.begin(), cands.end(), later);
+    std::vector<change> raised;
+    std::vector<change> rewitnessed;  // (section, previous witness), undone in reverse
+    outcome result = outcome::infeasible;
+    int tried = 0;
+    while (!cands.empty()) {
+      // A node of a big part can try many candidates, each with real work: the deadline is checked
+      // here too, not only per node.
+      if (++tried > 1 && until_->expired()) { result = outcome::aborted; break; }
+      std::pop_heap(cands.begin(), cands.end(), later);
+      const cand c = cands.back();
+      cands.pop_back();
+      const auto k = static_cast<std::size_t>(c.k);
+      const auto top = c.key + size_[k];
+      off_[k] = c.key;
+      best_[k] = c.key;
+      raised.clear();
+      rewitnessed.clear();
+      bool dead = false, hatless = true;
+      for (int o : overlaps_[k]) {
+        const auto so = static_cast<std::size_t>(o);
+        if (off_[so] >= 0) continue;
+        hatless = false;
+        if (min_off_[so] >= top) continue;
+        raised.push_back({o, min_off_[so]});
+        min_off_[so] = (top + align_[so] - 1) & ~(align_[so] - 1);  // align_up for a power of two
+        if (fixed_[so] >= 0 ? min_off_[so] > fixed_[so] : min_off_[so] + size_[so] > target_) { dead = true; break; }
+      }
+      // Inside c's span every unplaced buffer lies above c; everywhere in the part above c's offset.
+      std::int64_t span_max = 0;
+      for (int sec = lo_[k]; sec < hi_[k]; ++sec) span_max = std::max(span_max, total_[static_cast<std::size_t>(sec)] -= size_[k]);
+      if (!dead && span_max > 0 && top + span_max > target_) dead = true;
+      // (c's own sections were already decremented in total_; outside() reads the others only.)
+      if (!dead && c.key > last_off && c.key + part_max > target_ && c.key + std::max(outside(lo_[k], hi_[k]), span_max) > target_)
+        dead = true;
+      // Unallocated floor (MiniMalloc): a section's remaining buffers stack above the lowest offset any
+      // of them can take, so some unplaced buffer of it must start at or below target - its total.
+      // Each section keeps such a witness; only sections whose witness was just placed (c) or raised
+      // need a new one (the others' witnesses and limits did not change), found by a scan.
+      bool late = false;  // the deadline passed inside this candidate's checks
+      const auto rewitness = [&](int w) {
+        auto& list = witnessing_[static_cast<std::size_t>(w)];
+        for (std::size_t i = 0; i < list.size() && !dead; ++i) {
+          if ((i & 63) == 63 && until_->expired()) { dead = late = true; break; }  // long lists on big problems
+          const int sec = list[i];
+          const auto ss = static_cast<std::size_t>(sec);
+          if (witness_[ss] != w) continue;  // stale entry: the section chose another witness since
+          const auto limit = target_ - total_[ss];
+          const auto key_w = fixed_[static_cast<std::size_t>(w)] >= 0 ? fixed_[static_cast<std::size_t>(w)] : min_off_[static_cast<std::size_t>(w)];
+          if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
+          int next = -1;
+          if (total_[ss] > 0) {
+            for (int o : section_buffers_[ss]) {
+              const auto so = static_cast<std::size_t>(o);
+              if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
+            }
+            if (next < 0) { dead = true; break; }
+          }
+          rewitnessed.push_back({sec, w});
+          witness_[ss] = next;
+          if (next >= 0) witnessing_[static_cast<std::size_t>(next)].push_back(sec);
+        }
+      };
+      if (!dead) rewitness(c.k);
+      for (std::size_t i = 0; i < raised.size() && !dead; ++i) rewitness(raised[i].k);
+      outcome r = late ? outcome::aborted : outcome::infeasible;
+      if (!dead) {
+        bool split = false;
+        for (int s = lo_[k]; s + 1 < hi_[k]; ++s)
+          if (--cuts_[static_cast<std::size_t>(s)] == 0 && s >= pt.lo && s + 1 < pt.hi) split = true;
+        r = split ? solve_split(pt) : search(pt, c.key, c.rank);
+        for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
+      }
+      for (auto it = rewitnessed.rbegin(); it != rewitnessed.rend(); ++it) {
+        const auto ss = static_cast<std::size_t>(it->k);
+        if (witness_[ss] >= 0) witnessing_[static_cast<std::size_t>(witness_[ss])].pop_back();  // pushed last
+        witness_[ss] = static_cast<int>(it->old);
+      }
+      for (int s = lo_[k]; s < hi_[k]; ++s) total_[static_cast<std::size_t>(s)] += size_[k];
+      for (auto it = raised.rbegin(); it != raised.rend(); ++it) min_off_[static_cast<std::size_t>(it->k)] = it->old;
+      off_[k] = -1;
+      if (r != outcome::infeasible) { result = r; break; }
+      if (hatless) break;  // its offset is forced in every completion, and they all failed
+    }
+    scratch_.resize(base);
+    if (result == outcome::infeasible) memo_->insert(h1, h2);
+    return result;
+  }
+
+  const buffer_problem* p_;
+  bool ready_ = false, too_big_ = false;
+  std::vector<std::size_t> active_;
+  std::vector<std::int64_t> size_, align_, fixed_;
+  std::vector<int> lo_, hi_, prev_same_;
+  std::vector<std::vector<int>> overlaps_, section_buffers_;
+  int sections_ = 0;
+  std::vector<std::int64_t> section_total_;
+  // search state
+  std::int64_t target_ = 0, budget_ = -1, nodes_ = 0;
+  std::string keys_;
+  const deadline* until_ = nullptr;
+  std::vector<int> rank_, cuts_, initial_cuts_;
+  std::vector<int> witness_;                     // per section: an unplaced buffer low enough, or -1
+  std::vector<std::vector<int>> witnessing_;     // per buffer: sections it was chosen for (a stack)
+  std::vector<std::int64_t> off_, min_off_, total_, best_;
+  std::vector<std::int64_t> scratch_;  // per-node arrays, used as a stack
+  std::vector<std::int64_t> hint_;
+  // Failed states per (target, preorder): a restart with a doubled node budget skips every subtree
+  // the previous runs finished. The few most recently used tables are kept.
+  failure_cache& memo_for(std::int64_t target, const std::string& keys) {
+    ++clock_;
+    for (auto& t : tables_)
+      if (t.target == target && t.keys == keys) { t.used = clock_; return t.cache; }
+    if (tables_.size() < 6) tables_.emplace_back();
+    auto& t = *std::min_element(tables_.begin(), tables_.end(), [](const table& a, const table& b) { return a.used < b.used; });
+    t.target = target;
+    t.keys = keys;
+    t.used = clock_;
+    std::size_t log2 = 10;
+    while (log2 < 19 && (std::size_t{1} << log2) < 256 * std::max<std::size_t>(1, active_.size())) ++log2;
+    t.cache.reset(log2);
+    return t.cache;
+  }
+  struct table { std::int64_t target = -1; std::string keys; std::uint64_t used = 0; failure_cache cache; };
+  std::vector<table> tables_;
+  std::uint64_t clock_ = 0;
+  failure_cache* memo_ = nullptr;
+};
+
+}  // namespace memplan::place::detail

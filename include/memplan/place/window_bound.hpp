@@ -1,0 +1,119 @@
+#pragma once
+// place::window_lower_bound -- a lower bound on the arena beyond max load, proven by exhaustive search
+// on short windows of the time axis.
+//
+// Take a window [a, b) of time, the buffers live in it, and clip their lifetimes to it. Every placement
+// of the whole problem is, restricted to those buffers, a placement of the clipped instance (clipping
+// only removes conflicts), so the clipped instance's optimum is a lower bound on the whole arena. A
+// window around a step of maximum load holds few buffers, and the canonical search
+// (detail/canonical_search.hpp) can refute targets there completely: binary search between the
+// window's own max load and a placement the greedy heuristics find for it; a refuted target raises the
+// window's bound, a probe that runs out of nodes ends that window. Windows grow (1, 2, 4, ... sections
+// each side) around the steps of highest load while the searches finish. Where max load is reachable
+// (the usual case) this proves nothing new and costs little; where it is not (MiniMalloc's D and J),
+// it certifies part of the gap.
+#include <algorithm>
+#include <cstdlib>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <memplan/core/buffer.hpp>
+#include <memplan/place/detail/canonical_search.hpp>
+#include <memplan/place/detail/support.hpp>
+#include <memplan/place/greedy_by_breadth.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/place/lower_bound.hpp>
+
+namespace memplan::place {
+
+struct window_bound_options {
+  const deadline* until = nullptr;      // stop when it passes (nullptr: never)
+  std::int64_t cap = std::numeric_limits<std::int64_t>::max();  // no need to prove more than this
+  int peaks = 4;                                // windows around this many steps of highest load
+  std::int64_t nodes_per_probe = 200000;        // a probe that needs more ends its window's growth
+  std::size_t max_window_buffers = 400;         // windows with more buffers are not searched
+};
+
+struct window_bound {
+  std::int64_t bytes = 0;   // proven lower bound on the arena (at least arena_lower_bound)
+  std::int64_t from = 0, to = 0;  // the window that proved it (time steps [from, to)); from == to: none
+  std::string how;          // in words
+};
+
+inline window_bound window_lower_bound(const buffer_problem& p, const window_bound_options& o = {}) {
+  window_bound wb;
+  wb.bytes = arena_lower_bound(p);
+  const auto never = deadline::never();
+  const auto& until = o.until ? *o.until : never;
+  const detail::time_axis axis(p);
+  const int S = axis.sections();
+  if (S <= 0 || wb.bytes >= o.cap) return wb;
+  // Load per elementary section.
+  std::vector<std::int64_t> load(static_cast<std::size_t>(S) + 1, 0);
+  for (const auto& b : p.buffers) {
+    if (b.size == 0) continue;
+    load[static_cast<std::size_t>(axis.index(b.lower))] += b.size;
+    load[static_cast<std::size_t>(axis.index(b.upper))] -= b.size;
+  }
+  for (int s = 1; s <= S; ++s) load[static_cast<std::size_t>(s)] += load[static_cast<std::size_t>(s - 1)];
+  // Peaks: sections by decreasing load, skipping neighbours of a peak already taken.
+  std::vector<int> order(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s) order[static_cast<std::size_t>(s)] = s;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[static_cast<std::size_t>(a)] > load[static_cast<std::size_t>(b)]; });
+  std::vector<int> peaks;
+  for (int s : order) {
+    if (static_cast<int>(peaks.size()) >= o.peaks) break;
+    bool near = false;
+    for (int q : peaks) near = near || std::abs(q - s) <= 2;
+    if (!near) peaks.push_back(s);
+  }
+  using outcome = detail::canonical_search::outcome;
+  for (int peak : peaks) {
+    for (int half = 1; half < 2 * S; half *= 2) {
+      if (until.expired() || wb.bytes >= o.cap) return wb;
+      const int lo_s = std::max(0, peak - half), hi_s = std::min(S, peak + half + 1);
+      const auto from = axis.times[static_cast<std::size_t>(lo_s)], to = axis.times[static_cast<std::size_t>(hi_s)];
+      buffer_problem w;
+      w.alignment = p.alignment;
+      for (const auto& b : p.buffers) {
+        if (b.size == 0 || b.upper <= from || to <= b.lower) continue;
+        auto c = b;
+        c.lower = std::max(b.lower, from);
+        c.upper = std::min(b.upper, to);
+        w.buffers.push_back(c);
+      }
+      if (w.buffers.size() > o.max_window_buffers) break;
+      std::int64_t lo = arena_lower_bound(w);
+      std::int64_t hi = std::min(greedy_by_breadth{}.place(w).arena, greedy_by_size{}.place(w).arena);
+      detail::canonical_search search(w, until);
+      if (!search.ready()) return wb;
+      bool gave_up = false;
+      std::vector<std::int64_t> found;
+      // Max load first (the common case: a window that packs perfectly ends at once), then bisection.
+      for (bool first = true; lo < hi && !until.expired(); first = false) {
+        const auto target = first ? lo : lo + (hi - lo) / 2;
+        auto r = outcome::aborted;
+        for (const char* keys : {"TWA", "WAT"}) {
+          r = search.decide(target, keys, o.nodes_per_probe, until, found);
+          if (r != outcome::aborted) break;
+        }
+        if (r == outcome::found) hi = std::min(hi, detail::arena_of(w, found));
+        else if (r == outcome::infeasible) lo = target + 1;
+        else { gave_up = true; break; }
+      }
+      if (lo > wb.bytes) {
+        wb.bytes = lo;
+        wb.from = from;
+        wb.to = to;
+        wb.how = "exhaustive search on the window [" + std::to_string(from) + ", " + std::to_string(to) + ") (" +
+                 std::to_string(w.buffers.size()) + " buffers)";
+      }
+      if (gave_up || hi_s - lo_s >= S) break;
+    }
+  }
+  return wb;
+}
+
+}  // namespace memplan::place
