@@ -12,7 +12,8 @@
 //   S[t][v]  the storage of v holds v when stage t starts (kept from stage t-1);
 //   N[t][s]  storage s is allocated anew by its allocator's recompute in stage t (continuous);
 //   FREE[t][k][s]  storage s is freed right after op k in stage t (continuous);
-//   U[t][k]  bytes of the non-fixed storages on the device while op k runs in stage t (continuous).
+//   U[t][k]  bytes of the non-fixed storages on the device while op k runs in stage t (continuous, an
+//            upper bound at every feasible point, exact at the warm start).
 // Constraints, for every stage t and op i with R[t][i] possible:
 //   readability   R[t][i] <= S[t][u] + R[t][prod(u)]       every input u of i, and the base of every
 //                                                          in-place output (in-place writers run after
@@ -26,9 +27,12 @@
 //   free          FREE[t][k][s] <= R[t][k],  <= 1 - sum_v S[t+1][v],  <= 1 - R[t][j] for users j of s
 //                 with k < j <= t (the product of Checkmate eq. 5, linearized from above: memory is
 //                 never under-counted, and an optimum frees as early as possible)
-//   memory        U[t][k] = U[t][k-1] - sum_s M_s FREE[t][k-1][s] + sum_{s alloc by k} M_s N[t][s],
-//                 U[t][first] = sum_s M_s sum_v S[t][v] + ...,
+//   memory        U[t][k] >= U[t][k-1] - sum_s M_s FREE[t][k-1][s] + sum_{s alloc by k} M_s N[t][s],
+//                 U[t][first] >= sum_s M_s sum_v S[t][v] + ...,
 //                 U[t][k] + workspace(k) R[t][k] <= target - fixed bytes live at (t, k)
+//                 (inequalities: U only has to bound the memory from above; as equalities, CBC 2.10
+//                 crashed in CglPreProcess::postProcess whenever a warm start was given and a time or
+//                 node limit stopped the search)
 //   objective     minimize sum_{t, i<t} cost(i) R[t][i]  (one unit per op when the graph has no costs)
 // Fixed storages (resident, graph outputs, and empty storages without in-place versions) are never
 // freed: their presence and version at every stage follow from the order and enter as constants.
@@ -436,11 +440,12 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
   return sp;
 }
 
-// The minimum-memory staged plan memplan can build without a solver: every storage whose versions can
-// all be recomputed is freed after each stage and recomputed on demand; the others are kept from their
-// production to the last stage that reads them. Storages whose recompute would clash with a kept one
-// (a multi-output or in-place op writing into another storage) are kept instead. nullopt when the plan
-// it builds does not replay.
+// A staged plan memplan builds without a solver, to recompute on demand: a storage whose versions can
+// all be recomputed is kept into a stage only when that stage reads the value it holds at the end of
+// the previous one; any other value a stage reads is recomputed in it (recursively, in position order).
+// The other storages are kept from their production to the last stage that reads them. Storages whose
+// recompute would clash with a kept one (a multi-output or in-place op writing into another storage)
+// are kept instead. A low-memory warm start and fallback; nullopt when it finds no consistent plan.
 inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkmate_facts& f) {
   const auto n = f.n;
   const auto ns = static_cast<std::size_t>(p.num_storages());
@@ -457,6 +462,10 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     std::vector<std::int32_t> keep_until(static_cast<std::size_t>(f.nt()), -1);
     for (tensor_id v = 0; v < f.nt(); ++v)
       for (auto r : f.readers[static_cast<std::size_t>(v)]) keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], r);
+    // Dropped storages: the version held when the previous stage ends, the version kept into this stage,
+    // whether a recompute of this stage allocates the storage anew.
+    std::vector<tensor_id> held_end(ns, no_id), kept(ns, no_id);
+    std::vector<std::uint8_t> alloc(ns, 0);
     std::int32_t t = 0;
     // Makes v readable in stage t; returns the storage to keep instead when it cannot (or -1).
     std::function<std::int32_t(tensor_id, std::int32_t)> need = [&](tensor_id v, std::int32_t asker) -> std::int32_t {
@@ -471,20 +480,30 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
         keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], t);
         return -1;
       }
-      if (sp.runs(t, pr)) return -1;
+      if (kept[su] == v || sp.runs(t, pr)) return -1;
+      if (kept[su] == no_id && held_end[su] == v && !alloc[su]) {
+        kept[su] = v;
+        sp.keep(t, v) = 1;
+        return -1;
+      }
+      if (kept[su] != no_id) return s;  // another version of s is kept into this stage
       const auto o = f.order[static_cast<std::size_t>(pr)];
       for (auto u : p.inputs(o))
         if (auto bad = need(u, s); bad >= 0) return bad;
       for (auto w : p.outputs(o)) {
         const auto s2 = p.storage_of(w);
+        const auto s2u = static_cast<std::size_t>(s2);
         if (s2 == s) {
           if (p.inplace_of(w) != no_id)
             if (auto bad = need(p.inplace_of(w), s); bad >= 0) return bad;
           continue;
         }
-        // Another storage: fine when it is dropped too and w is its root; otherwise keep s instead.
-        if (p.inplace_of(w) != no_id || (!drop[static_cast<std::size_t>(s2)] && f.chain[static_cast<std::size_t>(s2)].size() > 1)) return s;
+        // Another storage: fine when it is dropped too, w is its root and no later version is kept.
+        if (p.inplace_of(w) != no_id || (!drop[s2u] && f.chain[s2u].size() > 1)) return s;
+        if (drop[s2u] && kept[s2u] != no_id && f.version[static_cast<std::size_t>(kept[s2u])] > 0) return s;
       }
+      for (auto w : p.outputs(o))
+        if (p.inplace_of(w) == no_id) alloc[static_cast<std::size_t>(p.storage_of(w))] = 1;
       sp.run(t, pr) = 1;
       return -1;
     };
@@ -495,6 +514,18 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
         if (failed < 0) failed = need(u, p.storage_of(u));
       for (auto w : p.outputs(o))
         if (failed < 0 && p.inplace_of(w) != no_id) failed = need(p.inplace_of(w), p.storage_of(w));
+      // What the dropped storages hold when the stage ends.
+      for (std::int32_t i = 0; i <= t; ++i) {
+        if (!sp.runs(t, i)) continue;
+        for (auto w : p.outputs(f.order[static_cast<std::size_t>(i)])) {
+          const auto su = static_cast<std::size_t>(p.storage_of(w));
+          if (!drop[su] || (i < t && kept[su] == w)) continue;
+          kept[su] = w;
+        }
+      }
+      held_end = kept;
+      std::fill(kept.begin(), kept.end(), no_id);
+      std::fill(alloc.begin(), alloc.end(), 0);
     }
     if (failed >= 0) {
       if (!drop[static_cast<std::size_t>(failed)]) return std::nullopt;  // cannot happen for the order's own reads
@@ -505,10 +536,9 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
       const auto su = static_cast<std::size_t>(p.storage_of(v));
       if (f.fixed[su] || drop[su]) continue;
       const auto pr = f.prod[static_cast<std::size_t>(v)];
-      if (pr < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;
       for (std::int32_t tt = std::max(1, pr + 1); tt <= std::min(keep_until[static_cast<std::size_t>(v)], n - 1); ++tt) sp.keep(tt, v) = 1;
     }
-    for (tensor_id v = 0; v < f.nt(); ++v)  // the preexisting ones are on the device at the start, dropped or not
+    for (tensor_id v = 0; v < f.nt(); ++v)  // the preexisting ones are on the device at the start
       if (f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;
     set_fixed_bits(p, f, sp);
     cleanup(p, f, sp);
@@ -693,7 +723,7 @@ class checkmate_model {
         }
         const auto u = m_.add_continuous(0.0, solver::infinity);
         defs_.push_back({u, def_kind::value, {cur}});
-        add(solver::expr(u) == cur, "U");
+        add(solver::expr(u) >= cur, "U");
         ++size_.u_vars;
         const double rhs = std::floor(static_cast<double>(target_ - fixed_now) / static_cast<double>(unit_));
         add(solver::expr(u) + units(f.ws[static_cast<std::size_t>(k)]) * rk <= rhs, "memory");
@@ -925,13 +955,23 @@ struct checkmate_ilp {
       double cost = 0;
     };
     std::vector<candidate> cands;
+    std::string warm_summary;
+    bool warm_ok = false;
     {
       auto w = warm_start.run(p, tl, ctx);
       std::string wnote;
       for (std::size_t k = records.size(); k < w.stages.size(); ++k)
         if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
       w.stages = records;
-      if (!detail::replay_violation(p, w)) cands.push_back({warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")"), std::move(w), 0});
+      const auto who = warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")");
+      if (auto bad = detail::replay_violation(p, w)) {
+        warm_summary = "warm start " + who + " dropped: " + *bad;
+      } else {
+        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, recompute cost " +
+                       detail::ckm_num(detail::recompute_cost_of(p, w));
+        cands.push_back({who, std::move(w), 0});
+        warm_ok = true;
+      }
     }
     if (auto od = detail::on_demand_plan(p, f)) {
       timeline t2 = tl;
@@ -957,7 +997,8 @@ struct checkmate_ilp {
       if (!c) return finish(tl, why + "; returned the timeline unchanged" + rebuilt);
       return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " +
                                std::to_string(target) + "), " + std::to_string(detail::recompute_count(c->tl)) +
-                               " recomputes, recompute cost " + detail::ckm_num(c->cost) + rebuilt);
+                               " recomputes, recompute cost " + detail::ckm_num(c->cost) +
+                               (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
     };
 
     const auto& solver = backend.available() ? backend : ctx.solver;
@@ -1000,7 +1041,7 @@ struct checkmate_ilp {
           continue;
         }
         m.set_start(x0);
-        start_note = "warm start " + c->who + " (cost " + detail::ckm_num(sp->cost(f)) + ")";
+        start_note = "warm start " + c->who + " (model cost " + detail::ckm_num(sp->cost(f)) + ")";
         break;
       }
     }
@@ -1015,7 +1056,7 @@ struct checkmate_ilp {
     so.verbosity = verbosity;
     const auto sol = solver.solve(m, so);
     std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + detail::ckm_num(sol.seconds) + " s";
-    if (!sol.message.empty()) note += " (" + sol.message + ")";
+    if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
     if (!std::isnan(sol.bound)) note += ", bound " + detail::ckm_num(mm.unscale(sol.bound));
     if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : detail::ckm_num(100.0 * sol.gap) + " %");
     report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
