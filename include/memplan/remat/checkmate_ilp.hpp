@@ -981,7 +981,11 @@ struct checkmate_ilp {
       } catch (const error&) {
       }
     }
-    for (auto& c : cands) c.cost = detail::recompute_cost_of(p, c.tl);
+    // Costs in the model's units: the steps' costs, or the number of recomputes when the graph has none.
+    auto model_cost = [&](const timeline& x) {
+      return f.unit_costs ? static_cast<double>(detail::recompute_count(x)) : detail::recompute_cost_of(p, x);
+    };
+    for (auto& c : cands) c.cost = model_cost(c.tl);
     // The best fitting candidate (least cost), else the lowest peak (the smallest plan reached).
     auto best_candidate = [&]() -> const candidate* {
       const candidate* best = nullptr;
@@ -997,7 +1001,7 @@ struct checkmate_ilp {
       if (!c) return finish(tl, why + "; returned the timeline unchanged" + rebuilt);
       return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " +
                                std::to_string(target) + "), " + std::to_string(detail::recompute_count(c->tl)) +
-                               " recomputes, recompute cost " + detail::ckm_num(c->cost) +
+                               " recomputes, recompute cost " + detail::ckm_num(detail::recompute_cost_of(p, c->tl)) +
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
     };
 
@@ -1077,7 +1081,7 @@ struct checkmate_ilp {
     if (out.peak > target)
       return fallback(note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)");
     const auto cost = detail::recompute_cost_of(p, out);
-    if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < cost)
+    if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < model_cost(out))
       return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who + rebuilt);
     note += "; peak " + std::to_string(tl.peak) + " -> " + std::to_string(out.peak) + " bytes (target " + std::to_string(target) + "), " +
             std::to_string(detail::recompute_count(out)) + " recomputes, recompute cost " + detail::ckm_num(cost) +
