@@ -1,0 +1,1096 @@
+#pragma once
+// remat::checkmate_ilp -- the Checkmate MILP (Jain et al., MLSys 2020; the R/S/FREE formulation that
+// MONeT §3 restates) over the FIXED order of the incoming timeline's compute steps: which ops to
+// recompute where, and which values to keep, at minimum total recompute cost under a peak target.
+//
+// Formulation as implemented (docs/checkmate.md has the long form). Positions i = 0..n-1 are the
+// scheduled ops in the timeline's order; stage t (0..n-1) ends with the first computation of op t.
+// Within a stage the ops run in position order, each at most once, op t last (Checkmate's "frontier
+// advancing" stages). Values are tensors; a storage (a tensor and everything inplace_of it) holds
+// one version of its in-place chain v0 -> v1 -> ... at a time.
+//   R[t][i]  op i is (re)computed in stage t, for i < t (R[t][t] = 1);
+//   S[t][v]  the storage of v holds v when stage t starts (kept from stage t-1);
+//   N[t][s]  storage s is allocated anew by its allocator's recompute in stage t (continuous);
+//   FREE[t][k][s]  storage s is freed right after op k in stage t (continuous);
+//   U[t][k]  bytes of the non-fixed storages on the device while op k runs in stage t (continuous, an
+//            upper bound at every feasible point, exact at the warm start).
+// Constraints, for every stage t and op i with R[t][i] possible:
+//   readability   R[t][i] <= S[t][u] + R[t][prod(u)]       every input u of i, and the base of every
+//                                                          in-place output (in-place writers run after
+//                                                          every other reader, so in position order
+//                                                          a value read in a stage is not yet overwritten)
+//   no clobber    R[t][i] + sum_{k>=1} S[t][v_k] <= 1      i allocates v0 of a storage: not while it holds
+//                                                          a later version (a recompute leaves v0 as is)
+//   keep          S[t+1][v] <= S[t][v] + R[t][prod(v)],  S[t+1][v] <= 1 - R[t][writer(v)],
+//                 sum_v S[t][v] <= 1 per storage
+//   allocation    N[t][s] >= R[t][alloc(s)] - sum_v S[t][v]
+//   free          FREE[t][k][s] <= R[t][k],  <= 1 - sum_v S[t+1][v],  <= 1 - R[t][j] for users j of s
+//                 with k < j <= t (the product of Checkmate eq. 5, linearized from above: memory is
+//                 never under-counted, and an optimum frees as early as possible)
+//   memory        U[t][k] >= U[t][k-1] - sum_s M_s FREE[t][k-1][s] + sum_{s alloc by k} M_s N[t][s],
+//                 U[t][first] >= sum_s M_s sum_v S[t][v] + ...,
+//                 U[t][k] + workspace(k) R[t][k] <= target - fixed bytes live at (t, k)
+//                 (inequalities: U only has to bound the memory from above; as equalities, CBC 2.10
+//                 crashed in CglPreProcess::postProcess whenever a warm start was given and a time or
+//                 node limit stopped the search)
+//   objective     minimize sum_{t, i<t} cost(i) R[t][i]  (one unit per op when the graph has no costs)
+// Fixed storages (resident, graph outputs, and empty storages without in-place versions) are never
+// freed: their presence and version at every stage follow from the order and enter as constants.
+// Variables that cannot matter are not created: R[t][i] only for recomputable ops with a data
+// descendant at position >= t; S[t][v] only while some reader of v may still run.
+//
+// The solution becomes steps: in each stage the recomputes in position order, then the compute; a
+// storage is freed after its last use in the stage unless kept (S), everything not kept after the
+// stage's compute. Recomputes whose outputs are not used and kept values that are not read are
+// dropped first (they only add cost or memory). relink() then numbers the materializations and derives
+// the profile; the stage re-checks the result with verify() before returning it.
+//
+// Without a memory target (ctx.peak_target()) or when the incoming timeline already fits, the timeline
+// is returned unchanged (no recomputation is the cheapest plan). Without a MILP backend, beyond the size
+// guards, or when the solver finds nothing, the best warm start is returned with a note saying why.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/any_stage.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/plan.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/solver/milp.hpp>
+
+namespace memplan::remat {
+
+// The checkpointer that recomputes nothing: returns its timeline unchanged. checkmate_ilp's default
+// warm start (a greedy checkpointer can be plugged in instead).
+struct no_recompute {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  [[nodiscard]] std::string name() const { return "no_recompute"; }
+  [[nodiscard]] timeline run(const problem&, timeline tl, const plan_context&) const { return tl; }
+};
+
+// Size of the model checkmate_ilp builds for a timeline, for the size guards and reports.
+struct checkmate_ilp_size {
+  std::int32_t stages = 0;
+  std::int64_t r_vars = 0, s_vars = 0;                  // binaries
+  std::int64_t n_vars = 0, free_vars = 0, u_vars = 0;   // continuous
+  std::int64_t constraints = 0;                         // after build (0 from model_size)
+  std::int64_t unit = 1;                                // bytes per model unit
+  bool rounded = false;                                 // sizes rounded up to the unit (conservative)
+  [[nodiscard]] std::int64_t binaries() const noexcept { return r_vars + s_vars; }
+};
+
+namespace detail {
+
+inline std::string ckm_num(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// What the model needs to know about a problem over a fixed order. Positions index the order.
+struct checkmate_facts {
+  std::int32_t n = 0;
+  std::vector<op_id> order;
+  std::vector<std::int32_t> pos;              // op -> position
+  std::vector<step> op_step;                  // position -> its compute step (op, impl)
+  std::vector<double> cost;                   // position -> cost of one recompute (model units)
+  std::vector<std::int64_t> ws;               // position -> workspace bytes
+  bool unit_costs = false;                    // the graph has no costs: one unit per recompute
+  // tensors
+  std::vector<std::int32_t> prod;             // position of the producer, -1 when preexisting
+  std::vector<std::int32_t> writer;           // position of the op writing the next version in place, -1
+  std::vector<std::int32_t> version;          // index in its storage's chain
+  std::vector<std::vector<std::int32_t>> readers;  // positions that read it (inputs, in-place writer)
+  std::vector<std::int32_t> reader_need;      // max last_need over its readers, -1 when none
+  // storages
+  std::vector<std::vector<tensor_id>> chain;  // versions, root first
+  std::vector<std::uint8_t> fixed;            // never freed: resident, output, empty single-version
+  std::vector<std::vector<std::int32_t>> users;  // positions touching it, ascending
+  // positions
+  std::vector<std::vector<storage_id>> touch;  // storages read or written (empty ones too)
+  std::vector<std::int32_t> last_need;        // max position of the op and its data descendants
+
+  [[nodiscard]] std::int32_t nt() const noexcept { return static_cast<std::int32_t>(prod.size()); }
+  // The version index a fixed storage holds when stage t starts (t in [0, n]); -1: not allocated yet.
+  [[nodiscard]] std::int32_t fixed_version(storage_id s, std::int32_t t) const {
+    const auto& c = chain[static_cast<std::size_t>(s)];
+    if (prod[static_cast<std::size_t>(c[0])] >= t) return -1;
+    std::int32_t k = 0;
+    while (static_cast<std::size_t>(k) + 1 < c.size() && prod[static_cast<std::size_t>(c[static_cast<std::size_t>(k) + 1])] < t) ++k;
+    return k;
+  }
+};
+
+inline checkmate_facts checkmate_make_facts(const problem& p, const timeline& tl) {
+  checkmate_facts f;
+  f.order = tl.order();
+  f.n = static_cast<std::int32_t>(f.order.size());
+  const auto n = static_cast<std::size_t>(f.n);
+  if (f.n != p.num_ops())
+    throw error(errc::invalid_argument, "remat::checkmate_ilp: the timeline computes " + std::to_string(f.n) + " of the " +
+                                            std::to_string(p.num_ops()) + " ops of '" + p.name() + "'");
+  f.pos.assign(static_cast<std::size_t>(p.num_ops()), -1);
+  for (std::size_t i = 0; i < n; ++i) f.pos[static_cast<std::size_t>(f.order[i])] = static_cast<std::int32_t>(i);
+  f.op_step.resize(n);
+  for (const auto& st : tl.steps)
+    if (st.kind == step_kind::compute) f.op_step[static_cast<std::size_t>(f.pos[static_cast<std::size_t>(st.id)])] = step{step_kind::compute, st.id, st.impl};
+  f.cost.resize(n);
+  f.ws.resize(n);
+  bool any_cost = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    f.cost[i] = step_cost(p, f.op_step[i]);
+    f.ws[i] = step_workspace(p, f.op_step[i]);
+    any_cost |= f.cost[i] > 0;
+  }
+  f.unit_costs = !any_cost;
+  if (f.unit_costs) std::fill(f.cost.begin(), f.cost.end(), 1.0);
+
+  const auto nt = static_cast<std::size_t>(p.num_tensors());
+  const auto ns = static_cast<std::size_t>(p.num_storages());
+  f.prod.assign(nt, -1);
+  f.writer.assign(nt, -1);
+  f.version.assign(nt, 0);
+  f.readers.assign(nt, {});
+  f.reader_need.assign(nt, -1);
+  std::vector<tensor_id> next(nt, no_id);
+  for (tensor_id t = 0; t < p.num_tensors(); ++t) {
+    if (p.producer(t) != no_id) f.prod[static_cast<std::size_t>(t)] = f.pos[static_cast<std::size_t>(p.producer(t))];
+    const auto b = p.inplace_of(t);
+    if (b == no_id) continue;
+    if (next[static_cast<std::size_t>(b)] != no_id)
+      throw error(errc::invalid_argument, "remat::checkmate_ilp: " + p.describe_tensor(b) + " is overwritten in place twice (by '" +
+                                              p.tensor_name(next[static_cast<std::size_t>(b)]) + "' and '" + p.tensor_name(t) + "')");
+    next[static_cast<std::size_t>(b)] = t;
+  }
+  f.chain.assign(ns, {});
+  f.fixed.assign(ns, 0);
+  for (storage_id s = 0; s < p.num_storages(); ++s) {
+    auto& c = f.chain[static_cast<std::size_t>(s)];
+    for (tensor_id v = p.storage_root(s); v != no_id; v = next[static_cast<std::size_t>(v)]) {
+      f.version[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(c.size());
+      c.push_back(v);
+    }
+    if (c.size() != p.storage_tensors(s).size())
+      throw error(errc::invalid_argument, "remat::checkmate_ilp: the in-place versions of " + p.describe_tensor(p.storage_root(s)) +
+                                              " do not form one chain");
+    for (std::size_t k = 0; k + 1 < c.size(); ++k) f.writer[static_cast<std::size_t>(c[k])] = f.prod[static_cast<std::size_t>(c[k + 1])];
+    f.fixed[static_cast<std::size_t>(s)] =
+        p.resident(s) || p.live_to_end(s) || (p.storage_bytes(s) == 0 && c.size() == 1) ? 1 : 0;
+  }
+  f.touch.assign(n, {});
+  f.users.assign(ns, {});
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto o = f.order[i];
+    auto add = [&](tensor_id t) {
+      const auto s = p.storage_of(t);
+      auto& tv = f.touch[i];
+      if (std::find(tv.begin(), tv.end(), s) == tv.end()) {
+        tv.push_back(s);
+        f.users[static_cast<std::size_t>(s)].push_back(static_cast<std::int32_t>(i));
+      }
+    };
+    for (auto t : p.inputs(o)) {
+      add(t);
+      auto& r = f.readers[static_cast<std::size_t>(t)];
+      if (std::find(r.begin(), r.end(), static_cast<std::int32_t>(i)) == r.end()) r.push_back(static_cast<std::int32_t>(i));
+    }
+    for (auto t : p.outputs(o)) {
+      add(t);
+      const auto b = p.inplace_of(t);
+      if (b == no_id) continue;
+      auto& r = f.readers[static_cast<std::size_t>(b)];
+      if (std::find(r.begin(), r.end(), static_cast<std::int32_t>(i)) == r.end()) r.push_back(static_cast<std::int32_t>(i));
+    }
+  }
+  f.last_need.assign(n, 0);
+  for (std::size_t ii = n; ii-- > 0;) {
+    auto ln = static_cast<std::int32_t>(ii);
+    for (auto v : p.outputs(f.order[ii]))
+      for (auto r : f.readers[static_cast<std::size_t>(v)])
+        if (static_cast<std::size_t>(r) > ii) ln = std::max(ln, f.last_need[static_cast<std::size_t>(r)]);
+    f.last_need[ii] = ln;
+  }
+  for (std::size_t v = 0; v < nt; ++v)
+    for (auto r : f.readers[v]) f.reader_need[v] = std::max(f.reader_need[v], f.last_need[static_cast<std::size_t>(r)]);
+  return f;
+}
+
+// A plan in the model's terms: which ops run in which stage, which versions are kept into which stage.
+struct staged_plan {
+  std::int32_t n = 0, nt = 0;
+  std::vector<std::uint8_t> r;  // r[t * n + i], i <= t (r[t][t] = 1)
+  std::vector<std::uint8_t> s;  // s[t * nt + v], t in [0, n]
+
+  staged_plan() = default;
+  staged_plan(std::int32_t n_, std::int32_t nt_)
+      : n(n_), nt(nt_), r(static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_), 0),
+        s(static_cast<std::size_t>(n_ + 1) * static_cast<std::size_t>(nt_), 0) {
+    for (std::int32_t t = 0; t < n; ++t) run(t, t) = 1;
+  }
+  std::uint8_t& run(std::int32_t t, std::int32_t i) { return r[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]; }
+  [[nodiscard]] bool runs(std::int32_t t, std::int32_t i) const {
+    return i >= 0 && i <= t && t < n && r[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] != 0;
+  }
+  std::uint8_t& keep(std::int32_t t, tensor_id v) { return s[static_cast<std::size_t>(t) * static_cast<std::size_t>(nt) + static_cast<std::size_t>(v)]; }
+  [[nodiscard]] bool kept(std::int32_t t, tensor_id v) const {
+    return t >= 0 && t <= n && s[static_cast<std::size_t>(t) * static_cast<std::size_t>(nt) + static_cast<std::size_t>(v)] != 0;
+  }
+  [[nodiscard]] double cost(const checkmate_facts& f) const {
+    double c = 0;
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (runs(t, i)) c += f.cost[static_cast<std::size_t>(i)];
+    return c;
+  }
+};
+
+// Sets the S bits of the fixed storages (constants of the model).
+inline void set_fixed_bits(const problem& p, const checkmate_facts& f, staged_plan& sp) {
+  for (storage_id s = 0; s < p.num_storages(); ++s) {
+    if (!f.fixed[static_cast<std::size_t>(s)]) continue;
+    const auto& c = f.chain[static_cast<std::size_t>(s)];
+    for (std::int32_t t = 0; t <= f.n; ++t) {
+      for (auto v : c) sp.keep(t, v) = 0;
+      const auto k = f.fixed_version(s, t);
+      if (k >= 0) sp.keep(t, c[static_cast<std::size_t>(k)]) = 1;
+    }
+  }
+}
+
+// Drops recomputes whose outputs nothing in the stage reads and nothing keeps, and kept values nothing
+// reads or keeps further (both only add cost or memory), until nothing changes. Valid plans stay valid.
+inline void cleanup(const problem& p, const checkmate_facts& f, staged_plan& sp) {
+  const auto n = f.n;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = t - 1; i >= 0; --i) {
+        if (!sp.runs(t, i)) continue;
+        bool useful = false;
+        for (auto v : p.outputs(f.order[static_cast<std::size_t>(i)])) {
+          if (t + 1 < n && sp.kept(t + 1, v)) useful = true;
+          for (auto j : f.readers[static_cast<std::size_t>(v)]) useful |= j > i && sp.runs(t, j);
+        }
+        if (!useful) {
+          sp.run(t, i) = 0;
+          changed = true;
+        }
+      }
+    for (std::int32_t t = n - 1; t >= 1; --t)
+      for (tensor_id v = 0; v < f.nt(); ++v) {
+        const auto s = p.storage_of(v);
+        if (f.fixed[static_cast<std::size_t>(s)] || !sp.kept(t, v)) continue;
+        const auto pr = f.prod[static_cast<std::size_t>(v)];
+        const bool root = f.version[static_cast<std::size_t>(v)] == 0;
+        const bool reallocated = root && pr >= 0 && sp.runs(t, pr);
+        bool used = t + 1 < n && sp.kept(t + 1, v);
+        for (auto j : f.readers[static_cast<std::size_t>(v)]) used |= sp.runs(t, j);
+        if (!root && pr >= 0 && sp.runs(t, pr)) used = true;  // a recompute that leaves this version as it is
+        if (!used || reallocated) {
+          sp.keep(t, v) = 0;
+          changed = true;
+        }
+      }
+  }
+}
+
+// The storages an op step materializes or writes, applied to `held` (the version each storage holds,
+// no_id when none) with verify's rules; returns a violation in words, or nullopt.
+inline std::optional<std::string> apply_op(const problem& p, op_id o, bool recompute, std::vector<tensor_id>& held) {
+  auto readable = [&](tensor_id t) { return held[static_cast<std::size_t>(p.storage_of(t))] == t; };
+  for (auto t : p.inputs(o))
+    if (!readable(t)) return p.describe_op(o) + " reads " + p.describe_tensor(t) + ", which is not on the device";
+  for (auto t : p.outputs(o)) {
+    auto& h = held[static_cast<std::size_t>(p.storage_of(t))];
+    if (recompute && h == t) continue;
+    if (p.inplace_of(t) != no_id) {
+      if (!readable(p.inplace_of(t))) return p.describe_op(o) + " writes in place over " + p.describe_tensor(p.inplace_of(t)) + ", which is not on the device";
+    } else if (h != no_id) {
+      return p.describe_op(o) + " produces " + p.describe_tensor(t) + " while its storage holds '" + p.tensor_name(h) + "'";
+    }
+    h = t;
+  }
+  return std::nullopt;
+}
+
+inline std::vector<tensor_id> initially_held(const problem& p) {
+  std::vector<tensor_id> held(static_cast<std::size_t>(p.num_storages()), no_id);
+  for (storage_id s = 0; s < p.num_storages(); ++s)
+    if (p.preexisting(s)) held[static_cast<std::size_t>(s)] = p.storage_root(s);
+  return held;
+}
+
+// The steps of a staged plan (into `out`, which keeps its evidence and stage records), relinked.
+// Throws errc::invalid_plan when the plan is inconsistent (a bug, or a solution off by tolerances).
+inline void staged_to_timeline(const problem& p, const checkmate_facts& f, const staged_plan& sp, timeline& out) {
+  const auto n = f.n;
+  auto held = initially_held(p);
+  std::vector<step> steps;
+  const auto bad = [&](const std::string& why) { return error(errc::invalid_plan, "remat::checkmate_ilp: " + why); };
+  std::vector<std::int32_t> last_touch(static_cast<std::size_t>(p.num_storages()), -1);
+  auto kept_next = [&](std::int32_t t, storage_id s) {
+    if (t + 1 >= n) return false;
+    for (auto v : f.chain[static_cast<std::size_t>(s)])
+      if (sp.kept(t + 1, v)) return true;
+    return false;
+  };
+  for (std::int32_t t = 0; t < n; ++t) {
+    for (tensor_id v = 0; v < f.nt(); ++v)
+      if (sp.kept(t, v) && held[static_cast<std::size_t>(p.storage_of(v))] != v)
+        throw bad("stage " + std::to_string(t) + " keeps " + p.describe_tensor(v) + ", which is not on the device");
+    std::vector<std::int32_t> ops;
+    for (std::int32_t i = 0; i <= t; ++i)
+      if (sp.runs(t, i)) ops.push_back(i);
+    for (auto i : ops)
+      for (auto s : f.touch[static_cast<std::size_t>(i)]) last_touch[static_cast<std::size_t>(s)] = i;
+    for (auto i : ops) {
+      const auto o = f.order[static_cast<std::size_t>(i)];
+      auto st = f.op_step[static_cast<std::size_t>(i)];
+      st.kind = i == t ? step_kind::compute : step_kind::recompute;
+      if (auto why = apply_op(p, o, i < t, held)) throw bad("stage " + std::to_string(t) + ": " + *why);
+      steps.push_back(st);
+      for (auto s : f.touch[static_cast<std::size_t>(i)]) {
+        const auto su = static_cast<std::size_t>(s);
+        if (f.fixed[su] || last_touch[su] != i || held[su] == no_id || kept_next(t, s)) continue;
+        steps.push_back({step_kind::free, p.storage_root(s)});
+        held[su] = no_id;
+      }
+    }
+    for (auto i : ops)
+      for (auto s : f.touch[static_cast<std::size_t>(i)]) last_touch[static_cast<std::size_t>(s)] = -1;
+    // Everything else not kept into the next stage goes after the stage's compute.
+    for (storage_id s = 0; s < p.num_storages(); ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      if (f.fixed[su] || held[su] == no_id || kept_next(t, s)) continue;
+      steps.push_back({step_kind::free, p.storage_root(s)});
+      held[su] = no_id;
+    }
+  }
+  out.steps = std::move(steps);
+  relink(p, out);
+}
+
+// A staged plan from a timeline over the same order whose recomputes are in position order within each
+// stage (each op at most once); nullopt (with `why`) otherwise.
+inline std::optional<staged_plan> timeline_to_staged(const problem& p, const checkmate_facts& f, const timeline& tl, std::string& why) {
+  staged_plan sp(f.n, f.nt());
+  auto held = initially_held(p);
+  std::int32_t t = 0, last = -1;
+  bool recorded = false;
+  auto record = [&] {
+    if (recorded) return;
+    for (std::size_t s = 0; s < held.size(); ++s)
+      if (held[s] != no_id) sp.keep(t, held[s]) = 1;
+    recorded = true;
+  };
+  for (const auto& st : tl.steps) {
+    if (st.kind == step_kind::compute) {
+      if (t >= f.n || st.id != f.order[static_cast<std::size_t>(t)]) {
+        why = "it computes the ops in another order";
+        return std::nullopt;
+      }
+      record();
+      if (auto bad = apply_op(p, st.id, false, held)) {
+        why = *bad;
+        return std::nullopt;
+      }
+      ++t;
+      last = -1;
+      recorded = false;
+    } else if (st.kind == step_kind::recompute) {
+      const auto i = f.pos[static_cast<std::size_t>(st.id)];
+      if (i < 0 || i >= t || i <= last) {
+        why = "its recomputes between two scheduled ops are not in order, once each";
+        return std::nullopt;
+      }
+      record();
+      if (auto bad = apply_op(p, st.id, true, held)) {
+        why = *bad;
+        return std::nullopt;
+      }
+      sp.run(t, i) = 1;
+      last = i;
+    } else if (st.kind == step_kind::free) {
+      held[static_cast<std::size_t>(p.storage_of(st.id))] = no_id;
+    } else {
+      why = "it offloads";
+      return std::nullopt;
+    }
+  }
+  if (t != f.n) {
+    why = "it does not compute every op";
+    return std::nullopt;
+  }
+  set_fixed_bits(p, f, sp);
+  return sp;
+}
+
+// A staged plan memplan builds without a solver, to recompute on demand: a storage whose versions can
+// all be recomputed is kept into a stage only when that stage reads the value it holds at the end of
+// the previous one; any other value a stage reads is recomputed in it (recursively, in position order).
+// The other storages are kept from their production to the last stage that reads them. Storages whose
+// recompute would clash with a kept one (a multi-output or in-place op writing into another storage)
+// are kept instead. A low-memory warm start and fallback; nullopt when it finds no consistent plan.
+inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkmate_facts& f) {
+  const auto n = f.n;
+  const auto ns = static_cast<std::size_t>(p.num_storages());
+  std::vector<std::uint8_t> drop(ns, 0);
+  for (storage_id s = 0; s < p.num_storages(); ++s) {
+    const auto su = static_cast<std::size_t>(s);
+    if (f.fixed[su] || p.preexisting(s) || p.storage_bytes(s) == 0) continue;
+    bool ok = true;
+    for (auto v : f.chain[su]) ok &= p.recomputable(f.order[static_cast<std::size_t>(f.prod[static_cast<std::size_t>(v)])]);
+    drop[su] = ok ? 1 : 0;
+  }
+  for (std::size_t attempt = 0; attempt <= ns; ++attempt) {
+    staged_plan sp(n, f.nt());
+    std::vector<std::int32_t> keep_until(static_cast<std::size_t>(f.nt()), -1);
+    for (tensor_id v = 0; v < f.nt(); ++v)
+      for (auto r : f.readers[static_cast<std::size_t>(v)]) keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], r);
+    // Dropped storages: the version held when the previous stage ends, the version kept into this stage,
+    // whether a recompute of this stage allocates the storage anew.
+    std::vector<tensor_id> held_end(ns, no_id), kept(ns, no_id);
+    std::vector<std::uint8_t> alloc(ns, 0);
+    std::int32_t t = 0;
+    // Makes v readable in stage t; returns the storage to keep instead when it cannot (or -1).
+    std::function<std::int32_t(tensor_id, std::int32_t)> need = [&](tensor_id v, std::int32_t asker) -> std::int32_t {
+      const auto s = p.storage_of(v);
+      const auto su = static_cast<std::size_t>(s);
+      const auto pr = f.prod[static_cast<std::size_t>(v)];
+      if (f.fixed[su]) return f.fixed_version(s, t) == f.version[static_cast<std::size_t>(v)] ? -1 : asker;
+      if (!drop[su]) {
+        if (pr >= 0 && sp.runs(t, pr)) return -1;
+        const auto w = f.writer[static_cast<std::size_t>(v)];
+        if (w >= 0 && w < t) return asker;
+        keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], t);
+        return -1;
+      }
+      if (kept[su] == v || sp.runs(t, pr)) return -1;
+      if (kept[su] == no_id && held_end[su] == v && !alloc[su]) {
+        kept[su] = v;
+        sp.keep(t, v) = 1;
+        return -1;
+      }
+      if (kept[su] != no_id) return s;  // another version of s is kept into this stage
+      const auto o = f.order[static_cast<std::size_t>(pr)];
+      for (auto u : p.inputs(o))
+        if (auto bad = need(u, s); bad >= 0) return bad;
+      for (auto w : p.outputs(o)) {
+        const auto s2 = p.storage_of(w);
+        const auto s2u = static_cast<std::size_t>(s2);
+        if (s2 == s) {
+          if (p.inplace_of(w) != no_id)
+            if (auto bad = need(p.inplace_of(w), s); bad >= 0) return bad;
+          continue;
+        }
+        // Another storage: fine when it is dropped too, w is its root and no later version is kept.
+        if (p.inplace_of(w) != no_id || (!drop[s2u] && f.chain[s2u].size() > 1)) return s;
+        if (drop[s2u] && kept[s2u] != no_id && f.version[static_cast<std::size_t>(kept[s2u])] > 0) return s;
+      }
+      for (auto w : p.outputs(o))
+        if (p.inplace_of(w) == no_id) alloc[static_cast<std::size_t>(p.storage_of(w))] = 1;
+      sp.run(t, pr) = 1;
+      return -1;
+    };
+    std::int32_t failed = -1;
+    for (t = 0; t < n && failed < 0; ++t) {
+      const auto o = f.order[static_cast<std::size_t>(t)];
+      for (auto u : p.inputs(o))
+        if (failed < 0) failed = need(u, p.storage_of(u));
+      for (auto w : p.outputs(o))
+        if (failed < 0 && p.inplace_of(w) != no_id) failed = need(p.inplace_of(w), p.storage_of(w));
+      // What the dropped storages hold when the stage ends.
+      for (std::int32_t i = 0; i <= t; ++i) {
+        if (!sp.runs(t, i)) continue;
+        for (auto w : p.outputs(f.order[static_cast<std::size_t>(i)])) {
+          const auto su = static_cast<std::size_t>(p.storage_of(w));
+          if (!drop[su] || (i < t && kept[su] == w)) continue;
+          kept[su] = w;
+        }
+      }
+      held_end = kept;
+      std::fill(kept.begin(), kept.end(), no_id);
+      std::fill(alloc.begin(), alloc.end(), 0);
+    }
+    if (failed >= 0) {
+      if (!drop[static_cast<std::size_t>(failed)]) return std::nullopt;  // cannot happen for the order's own reads
+      drop[static_cast<std::size_t>(failed)] = 0;
+      continue;
+    }
+    for (tensor_id v = 0; v < f.nt(); ++v) {
+      const auto su = static_cast<std::size_t>(p.storage_of(v));
+      if (f.fixed[su] || drop[su]) continue;
+      const auto pr = f.prod[static_cast<std::size_t>(v)];
+      for (std::int32_t tt = std::max(1, pr + 1); tt <= std::min(keep_until[static_cast<std::size_t>(v)], n - 1); ++tt) sp.keep(tt, v) = 1;
+    }
+    for (tensor_id v = 0; v < f.nt(); ++v)  // the preexisting ones are on the device at the start
+      if (f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;
+    set_fixed_bits(p, f, sp);
+    cleanup(p, f, sp);
+    return sp;
+  }
+  return std::nullopt;
+}
+
+// verify() on a copy of the timeline placed without reuse (every materialization and workspace its own
+// range): checks the steps' validity and the claimed peak whatever placer runs later.
+inline std::optional<std::string> replay_violation(const problem& p, const timeline& tl) {
+  memory_plan mp{tl, {}};
+  std::int64_t off = 0;
+  for (auto& m : mp.mats) {
+    m.offset = off;
+    off += p.storage_bytes(m.storage);
+  }
+  for (auto& st : mp.steps) {
+    if (!runs_op(st.kind)) continue;
+    const auto w = step_workspace(p, st);
+    st.workspace_offset = w > 0 ? off : -1;
+    off += w;
+  }
+  mp.arena = off;
+  mp.alignment = 1;
+  mp.stats = timeline_stats(p, mp);
+  if (auto r = verify(p, mp); !r) return r.violation;
+  return std::nullopt;
+}
+
+// The model over a fixed order for one peak target.
+class checkmate_model {
+ public:
+  checkmate_model(const problem& p, const checkmate_facts& f, std::int64_t target) : p_(&p), f_(&f), target_(target) {
+    const auto n = f.n;
+    // Unit: gcd of the non-fixed sizes and the workspaces; coarser (sizes rounded up) when they span
+    // more than 1e6 units (CBC's tolerances are around 1e-6 relative).
+    std::int64_t g = 0, mx = 0;
+    for (storage_id s = 0; s < p.num_storages(); ++s)
+      if (!f.fixed[static_cast<std::size_t>(s)] && p.storage_bytes(s) > 0) {
+        g = std::gcd(g, p.storage_bytes(s));
+        mx = std::max(mx, p.storage_bytes(s));
+      }
+    for (auto w : f.ws)
+      if (w > 0) {
+        g = std::gcd(g, w);
+        mx = std::max(mx, w);
+      }
+    unit_ = g > 0 ? g : 1;
+    constexpr std::int64_t span = 1000000;
+    if (mx / unit_ > span) {
+      unit_ = (mx + span - 1) / span;
+      rounded_ = true;
+    }
+    // Which variables exist.
+    r_idx_.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), -1);
+    s_idx_.assign(static_cast<std::size_t>(n + 1) * static_cast<std::size_t>(f.nt()), -1);
+    std::int64_t nr = 0, nsv = 0;
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (p.recomputable(f.order[static_cast<std::size_t>(i)]) && f.last_need[static_cast<std::size_t>(i)] >= t) r_idx_[ri(t, i)] = nr++;
+    for (std::int32_t t = 1; t < n; ++t)
+      for (tensor_id v = 0; v < f.nt(); ++v) {
+        const auto vu = static_cast<std::size_t>(v);
+        if (f.fixed[static_cast<std::size_t>(p.storage_of(v))] || f.prod[vu] >= t || f.reader_need[vu] < t) continue;
+        s_idx_[si(t, v)] = nsv++;
+      }
+    size_.stages = n;
+    size_.r_vars = nr;
+    size_.s_vars = nsv;
+    size_.unit = unit_;
+    size_.rounded = rounded_;
+  }
+
+  [[nodiscard]] const checkmate_ilp_size& size() const noexcept { return size_; }
+  [[nodiscard]] std::int64_t unit() const noexcept { return unit_; }
+  [[nodiscard]] bool rounded() const noexcept { return rounded_; }
+  [[nodiscard]] solver::model& model() noexcept { return m_; }
+  [[nodiscard]] const solver::model& model() const noexcept { return m_; }
+  // Why the model is infeasible before solving (a constant constraint that fails), or empty.
+  [[nodiscard]] const std::string& trivially_infeasible() const noexcept { return trivial_; }
+
+  void build() {
+    const auto& p = *p_;
+    const auto& f = *f_;
+    const auto n = f.n;
+    m_ = solver::model("checkmate");
+    defs_.clear();
+    r_var_.assign(static_cast<std::size_t>(size_.r_vars), {});
+    s_var_.assign(static_cast<std::size_t>(size_.s_vars), {});
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (auto k = r_idx_[ri(t, i)]; k >= 0) r_var_[static_cast<std::size_t>(k)] = m_.add_binary();
+    for (std::int32_t t = 1; t < n; ++t)
+      for (tensor_id v = 0; v < f.nt(); ++v)
+        if (auto k = s_idx_[si(t, v)]; k >= 0) s_var_[static_cast<std::size_t>(k)] = m_.add_binary();
+    // Objective: costs scaled so that the smallest positive one is 1 (at most 1e6 apart).
+    double cmin = 0, cmax = 0;
+    for (auto c : f.cost)
+      if (c > 0) {
+        cmin = cmin == 0 ? c : std::min(cmin, c);
+        cmax = std::max(cmax, c);
+      }
+    cost_scale_ = cmin > 0 ? (cmax / cmin > 1e6 ? 1e6 / cmax : 1.0 / cmin) : 1.0;
+    solver::expr obj;
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (auto k = r_idx_[ri(t, i)]; k >= 0 && f.cost[static_cast<std::size_t>(i)] > 0)
+          obj.add_term(r_var_[static_cast<std::size_t>(k)], f.cost[static_cast<std::size_t>(i)] * cost_scale_);
+    m_.minimize(std::move(obj));
+
+    for (std::int32_t t = 0; t < n; ++t) {
+      // ---- readability and clobbering ----
+      for (std::int32_t i = 0; i <= t; ++i) {
+        if (R(t, i).empty() && R(t, i).constant() == 0.0) continue;
+        const auto o = f.order[static_cast<std::size_t>(i)];
+        const auto ins = p.inputs(o);
+        for (auto u : ins) add(R(t, i) <= S(t, u) + R(t, f.prod[static_cast<std::size_t>(u)]), "read");
+        for (auto v : p.outputs(o)) {
+          const auto b = p.inplace_of(v);
+          const auto& c = f.chain[static_cast<std::size_t>(p.storage_of(v))];
+          if (b != no_id) {
+            if (std::find(ins.begin(), ins.end(), b) == ins.end())
+              add(R(t, i) <= S(t, b) + R(t, f.prod[static_cast<std::size_t>(b)]) + (i < t ? S(t, v) : solver::expr(0.0)), "base");
+          } else if (c.size() > 1 && i < t) {
+            solver::expr e = R(t, i);
+            for (std::size_t k = 1; k < c.size(); ++k) e += S(t, c[k]);
+            add(std::move(e) <= 1.0, "clobber");
+          }
+        }
+      }
+      // ---- what is kept into stage t + 1 ----
+      if (t + 1 < n) {
+        for (tensor_id v = 0; v < f.nt(); ++v) {
+          if (s_idx_[si(t + 1, v)] < 0) continue;
+          const auto next = S(t + 1, v);
+          add(next <= S(t, v) + R(t, f.prod[static_cast<std::size_t>(v)]), "keep");
+          const auto w = f.writer[static_cast<std::size_t>(v)];
+          if (w >= 0 && w <= t) add(next + R(t, w) <= 1.0, "overwritten");
+        }
+        for (storage_id s = 0; s < p.num_storages(); ++s) {
+          const auto& c = f.chain[static_cast<std::size_t>(s)];
+          if (f.fixed[static_cast<std::size_t>(s)] || c.size() < 2) continue;
+          auto e = P(t + 1, s);
+          if (e.terms().size() > 1) add(std::move(e) <= 1.0, "one_version");
+        }
+      }
+      // ---- memory, op by op ----
+      solver::expr cur;
+      for (storage_id s = 0; s < p.num_storages(); ++s)
+        if (!f.fixed[static_cast<std::size_t>(s)] && p.storage_bytes(s) > 0) cur += units(p.storage_bytes(s)) * P(t, s);
+      std::int64_t fixed_start = 0;
+      for (storage_id s = 0; s < p.num_storages(); ++s)
+        if (f.fixed[static_cast<std::size_t>(s)] && f.fixed_version(s, t) >= 0) fixed_start += p.storage_bytes(s);
+      for (std::int32_t k = 0; k <= t; ++k) {
+        const auto rk = R(t, k);
+        if (rk.empty() && rk.constant() == 0.0) continue;
+        const auto o = f.order[static_cast<std::size_t>(k)];
+        std::int64_t fixed_now = fixed_start;
+        for (auto v : p.outputs(o)) {
+          const auto s = p.storage_of(v);
+          const auto su = static_cast<std::size_t>(s);
+          if (p.inplace_of(v) != no_id || p.storage_bytes(s) == 0) continue;
+          if (f.fixed[su]) {
+            if (k == t) fixed_now += p.storage_bytes(s);
+            continue;
+          }
+          if (k == t) {
+            cur += units(p.storage_bytes(s));
+            continue;
+          }
+          const auto pt = P(t, s);
+          if (pt.empty()) {
+            cur += units(p.storage_bytes(s)) * rk;
+          } else {
+            const auto nv = m_.add_continuous(0.0, 1.0);
+            defs_.push_back({nv, def_kind::positive_part, {rk - pt}});
+            add(solver::expr(nv) >= rk - pt, "alloc");
+            cur += units(p.storage_bytes(s)) * solver::expr(nv);
+            ++size_.n_vars;
+          }
+        }
+        const auto u = m_.add_continuous(0.0, solver::infinity);
+        defs_.push_back({u, def_kind::value, {cur}});
+        add(solver::expr(u) >= cur, "U");
+        ++size_.u_vars;
+        const double rhs = std::floor(static_cast<double>(target_ - fixed_now) / static_cast<double>(unit_));
+        add(solver::expr(u) + units(f.ws[static_cast<std::size_t>(k)]) * rk <= rhs, "memory");
+        cur = solver::expr(u);
+        // Frees after op k: storages it touches that no later op of the stage uses and stage t+1 does not keep.
+        for (auto s : f.touch[static_cast<std::size_t>(k)]) {
+          const auto su = static_cast<std::size_t>(s);
+          if (f.fixed[su] || p.storage_bytes(s) == 0) continue;
+          std::vector<solver::expr> factors;
+          bool never = false;
+          if (!rk.empty()) factors.push_back(rk);
+          if (t + 1 < n) {
+            auto kp = P(t + 1, s);
+            if (!kp.empty()) factors.push_back(1.0 - kp);
+          }
+          for (auto j : f.users[su]) {
+            if (j <= k || j > t) continue;
+            const auto rj = R(t, j);
+            if (!rj.empty()) factors.push_back(1.0 - rj);
+            else if (rj.constant() != 0.0) never = true;
+          }
+          if (never) continue;
+          const auto b = units(p.storage_bytes(s));
+          if (factors.empty()) {
+            cur -= b;
+            continue;
+          }
+          const auto fv = m_.add_continuous(0.0, 1.0);
+          for (const auto& e : factors) add(solver::expr(fv) <= e, "free");
+          defs_.push_back({fv, def_kind::minimum, std::move(factors)});
+          cur -= b * solver::expr(fv);
+          ++size_.free_vars;
+        }
+      }
+    }
+    size_.constraints = static_cast<std::int64_t>(m_.num_constraints());
+  }
+
+  // The full assignment of a staged plan (N, FREE, U at their exact values).
+  [[nodiscard]] std::vector<double> encode(const staged_plan& sp) const {
+    const auto& f = *f_;
+    std::vector<double> x(m_.num_vars(), 0.0);
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (auto k = r_idx_[ri(t, i)]; k >= 0) x[r_var_[static_cast<std::size_t>(k)].index] = sp.runs(t, i) ? 1.0 : 0.0;
+    for (std::int32_t t = 1; t < f.n; ++t)
+      for (tensor_id v = 0; v < f.nt(); ++v)
+        if (auto k = s_idx_[si(t, v)]; k >= 0) x[s_var_[static_cast<std::size_t>(k)].index] = sp.kept(t, v) ? 1.0 : 0.0;
+    for (const auto& d : defs_) {
+      double val = 0;
+      switch (d.kind) {
+        case def_kind::positive_part: val = std::max(0.0, d.exprs[0].evaluate(x)); break;
+        case def_kind::value: val = d.exprs[0].evaluate(x); break;
+        case def_kind::minimum:
+          val = 1.0;
+          for (const auto& e : d.exprs) val = std::min(val, e.evaluate(x));
+          val = std::max(0.0, val);
+          break;
+      }
+      x[d.v.index] = val;
+    }
+    return x;
+  }
+
+  // Whether every bit a staged plan sets has a variable (or is a constant 1) in the model.
+  [[nodiscard]] bool representable(const staged_plan& sp) const {
+    const auto& f = *f_;
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (sp.runs(t, i) && r_idx_[ri(t, i)] < 0) return false;
+    for (std::int32_t t = 1; t < f.n; ++t)
+      for (tensor_id v = 0; v < f.nt(); ++v)
+        if (sp.kept(t, v) && !f.fixed[static_cast<std::size_t>(p_->storage_of(v))] && s_idx_[si(t, v)] < 0) return false;
+    return true;
+  }
+
+  [[nodiscard]] staged_plan decode(std::span<const double> x) const {
+    const auto& f = *f_;
+    staged_plan sp(f.n, f.nt());
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i < t; ++i)
+        if (auto k = r_idx_[ri(t, i)]; k >= 0) sp.run(t, i) = x[r_var_[static_cast<std::size_t>(k)].index] > 0.5 ? 1 : 0;
+    for (std::int32_t t = 1; t < f.n; ++t)
+      for (tensor_id v = 0; v < f.nt(); ++v)
+        if (auto k = s_idx_[si(t, v)]; k >= 0) sp.keep(t, v) = x[s_var_[static_cast<std::size_t>(k)].index] > 0.5 ? 1 : 0;
+    for (tensor_id v = 0; v < f.nt(); ++v)
+      if (f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;
+    set_fixed_bits(*p_, f, sp);
+    return sp;
+  }
+
+  // The objective in the graph's cost units.
+  [[nodiscard]] double unscale(double objective) const { return objective / cost_scale_; }
+
+ private:
+  enum class def_kind : std::uint8_t { positive_part, value, minimum };
+  struct definition {
+    solver::var v;
+    def_kind kind;
+    std::vector<solver::expr> exprs;
+  };
+
+  [[nodiscard]] std::size_t ri(std::int32_t t, std::int32_t i) const {
+    return static_cast<std::size_t>(t) * static_cast<std::size_t>(f_->n) + static_cast<std::size_t>(i);
+  }
+  [[nodiscard]] std::size_t si(std::int32_t t, tensor_id v) const {
+    return static_cast<std::size_t>(t) * static_cast<std::size_t>(f_->nt()) + static_cast<std::size_t>(v);
+  }
+  [[nodiscard]] double units(std::int64_t bytes) const {
+    return static_cast<double>(rounded_ ? (bytes + unit_ - 1) / unit_ : bytes / unit_);
+  }
+  // R[t][i]: 1 for i == t, a variable, or 0.
+  [[nodiscard]] solver::expr R(std::int32_t t, std::int32_t i) const {
+    if (i < 0 || i > t) return solver::expr(0.0);
+    if (i == t) return solver::expr(1.0);
+    const auto k = r_idx_[ri(t, i)];
+    return k >= 0 ? solver::expr(r_var_[static_cast<std::size_t>(k)]) : solver::expr(0.0);
+  }
+  // S[t][v]: a constant for fixed storages and at t = 0, a variable, or 0.
+  [[nodiscard]] solver::expr S(std::int32_t t, tensor_id v) const {
+    const auto& f = *f_;
+    const auto s = p_->storage_of(v);
+    if (f.fixed[static_cast<std::size_t>(s)]) return solver::expr(f.fixed_version(s, t) == f.version[static_cast<std::size_t>(v)] ? 1.0 : 0.0);
+    if (t == 0) return solver::expr(f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0 ? 1.0 : 0.0);
+    if (t >= f.n) return solver::expr(0.0);
+    const auto k = s_idx_[si(t, v)];
+    return k >= 0 ? solver::expr(s_var_[static_cast<std::size_t>(k)]) : solver::expr(0.0);
+  }
+  // The storage is on the device when stage t starts.
+  [[nodiscard]] solver::expr P(std::int32_t t, storage_id s) const {
+    solver::expr e;
+    for (auto v : f_->chain[static_cast<std::size_t>(s)]) e += S(t, v);
+    return e;
+  }
+  void add(solver::constraint c, const char* what) {
+    if (c.lhs.empty()) {
+      const bool ok = c.sense == solver::sense::le ? 0.0 <= c.rhs + 1e-9 : c.sense == solver::sense::ge ? 0.0 >= c.rhs - 1e-9 : std::abs(c.rhs) <= 1e-9;
+      if (!ok && trivial_.empty()) trivial_ = std::string("constant constraint '") + what + "' fails";
+      return;
+    }
+    m_.add(std::move(c), what);
+  }
+
+  const problem* p_;
+  const checkmate_facts* f_;
+  std::int64_t target_;
+  std::int64_t unit_ = 1;
+  bool rounded_ = false;
+  double cost_scale_ = 1.0;
+  checkmate_ilp_size size_;
+  std::vector<std::int64_t> r_idx_, s_idx_;
+  std::vector<solver::var> r_var_, s_var_;
+  std::vector<definition> defs_;
+  solver::model m_;
+  std::string trivial_;
+};
+
+inline double recompute_cost_of(const problem& p, const timeline& tl) {
+  double c = 0;
+  for (const auto& s : tl.steps)
+    if (s.kind == step_kind::recompute) c += step_cost(p, s);
+  return c;
+}
+inline std::int64_t recompute_count(const timeline& tl) {
+  return std::count_if(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind == step_kind::recompute; });
+}
+
+}  // namespace detail
+
+struct checkmate_ilp {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+
+  solver::any_backend backend{};            // none: plan_context::solver; neither: falls back to the warm start (with a note)
+  double time_limit_s = 30.0;               // wall clock for the MILP solve (ctx.time_limit_s overrides)
+  double relative_gap = 1e-4;               // stop when (incumbent - bound) / incumbent <= this
+  int threads = 1;                          // > 1: CBC's parallel search, results may depend on timing
+  int verbosity = 0;                        // the backend's log level
+  std::int32_t max_ops = 400;               // size guard: beyond, fall back with a note
+  std::int64_t max_binaries = 200000;       // size guard on R and S variables
+  any_checkpointer warm_start = no_recompute{};  // its timeline is the solver's first incumbent when it fits
+
+  [[nodiscard]] std::string name() const { return "checkmate_ilp"; }
+
+  // The model's size over a timeline's order (variables; constraints are counted when built).
+  [[nodiscard]] checkmate_ilp_size model_size(const problem& p, const timeline& tl) const {
+    const auto f = detail::checkmate_make_facts(p, tl.empty() ? given_timeline(p) : tl);
+    return detail::checkmate_model(p, f, 0).size();
+  }
+
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto clock = deadline::never();
+    const auto records = tl.stages;
+    auto finish = [&](timeline out, const std::string& note) {
+      out.stages = records;
+      out.stages.push_back({kind, name(), 0.0, "checkmate_ilp: " + note});
+      return out;
+    };
+    if (p.num_ops() == 0) return finish(std::move(tl), "no ops");
+    if (tl.empty()) tl = given_timeline(p);
+    const auto target = ctx.peak_target();
+    if (target == std::numeric_limits<std::int64_t>::max())
+      return finish(std::move(tl), "no memory target (budget, capacity or memory_target), nothing recomputed");
+    // Start from the order's own timeline (compute and free steps only).
+    std::string rebuilt;
+    if (std::any_of(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind != step_kind::compute && s.kind != step_kind::free; })) {
+      auto base = make_timeline(p, tl.order());
+      std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
+      for (const auto& s : tl.steps)
+        if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.id)] = s.impl;
+      for (auto& s : base.steps)
+        if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
+      derive(p, base);
+      base.stages = tl.stages;
+      base.order_lower_bound = tl.order_lower_bound;
+      base.order_optimal = tl.order_optimal;
+      tl = std::move(base);
+      rebuilt = "; started from the order's own timeline (the incoming one had recompute or transfer steps)";
+    }
+    if (tl.peak <= target)
+      return finish(std::move(tl), "the timeline fits (peak " + std::to_string(tl.peak) + " <= target " + std::to_string(target) +
+                                       " bytes), nothing recomputed" + rebuilt);
+    const auto f = detail::checkmate_make_facts(p, tl);
+    report(ctx.progress, name(), "warm start: " + warm_start.name(), clock.elapsed(), tl.peak, 0);
+
+    // ---- warm starts: the plugged heuristic, then memplan's on-demand plan ----
+    struct candidate {
+      std::string who;
+      timeline tl;
+      double cost = 0;
+    };
+    std::vector<candidate> cands;
+    std::string warm_summary;
+    bool warm_ok = false;
+    {
+      auto w = warm_start.run(p, tl, ctx);
+      std::string wnote;
+      for (std::size_t k = records.size(); k < w.stages.size(); ++k)
+        if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
+      w.stages = records;
+      const auto who = warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")");
+      if (auto bad = detail::replay_violation(p, w)) {
+        warm_summary = "warm start " + who + " dropped: " + *bad;
+      } else {
+        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, recompute cost " +
+                       detail::ckm_num(detail::recompute_cost_of(p, w));
+        cands.push_back({who, std::move(w), 0});
+        warm_ok = true;
+      }
+    }
+    if (auto od = detail::on_demand_plan(p, f)) {
+      timeline t2 = tl;
+      try {
+        detail::staged_to_timeline(p, f, *od, t2);
+        if (!detail::replay_violation(p, t2)) cands.push_back({"on-demand recomputation", std::move(t2), 0});
+      } catch (const error&) {
+      }
+    }
+    // Costs in the model's units: the steps' costs, or the number of recomputes when the graph has none.
+    auto model_cost = [&](const timeline& x) {
+      return f.unit_costs ? static_cast<double>(detail::recompute_count(x)) : detail::recompute_cost_of(p, x);
+    };
+    for (auto& c : cands) c.cost = model_cost(c.tl);
+    // The best fitting candidate (least cost), else the lowest peak (the smallest plan reached).
+    auto best_candidate = [&]() -> const candidate* {
+      const candidate* best = nullptr;
+      for (const auto& c : cands) {
+        if (!best) { best = &c; continue; }
+        const bool fc = c.tl.peak <= target, fb = best->tl.peak <= target;
+        if (fc != fb ? fc : (fc ? c.cost < best->cost : c.tl.peak < best->tl.peak)) best = &c;
+      }
+      return best;
+    };
+    auto fallback = [&](const std::string& why) {
+      const auto* c = best_candidate();
+      if (!c) return finish(tl, why + "; returned the timeline unchanged" + rebuilt);
+      return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " +
+                               std::to_string(target) + "), " + std::to_string(detail::recompute_count(c->tl)) +
+                               " recomputes, recompute cost " + detail::ckm_num(detail::recompute_cost_of(p, c->tl)) +
+                               (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
+    };
+
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
+    if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
+    detail::checkmate_model mm(p, f, target);
+    if (mm.size().binaries() > max_binaries)
+      return fallback("model too large: " + std::to_string(mm.size().binaries()) + " binaries > max_binaries = " + std::to_string(max_binaries));
+    mm.build();
+    auto& m = mm.model();
+    const auto& sz = mm.size();
+    std::string shape = std::to_string(sz.stages) + " stages, " + std::to_string(sz.binaries()) + " binaries (R " + std::to_string(sz.r_vars) +
+                        ", S " + std::to_string(sz.s_vars) + "), " + std::to_string(sz.n_vars + sz.free_vars + sz.u_vars) + " continuous, " +
+                        std::to_string(sz.constraints) + " constraints, unit " + std::to_string(mm.unit()) + " B" +
+                        (mm.rounded() ? " (sizes rounded up: conservative)" : "");
+    if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
+
+    // Warm start: the cheapest fitting candidate that the model can represent.
+    std::string start_note = "no warm start fits the target";
+    {
+      std::vector<const candidate*> fit;
+      for (const auto& c : cands)
+        if (c.tl.peak <= target) fit.push_back(&c);
+      std::sort(fit.begin(), fit.end(), [](const candidate* a, const candidate* b) { return a->cost < b->cost; });
+      for (const auto* c : fit) {
+        std::string why;
+        auto sp = detail::timeline_to_staged(p, f, c->tl, why);
+        if (!sp) {
+          start_note = "warm start " + c->who + " not used: " + why;
+          continue;
+        }
+        detail::cleanup(p, f, *sp);
+        if (!mm.representable(*sp)) {
+          start_note = "warm start " + c->who + " not used: it recomputes values nothing needs";
+          continue;
+        }
+        const auto x0 = mm.encode(*sp);
+        if (auto bad = m.violation(x0)) {
+          start_note = "warm start " + c->who + " not used: " + *bad;
+          continue;
+        }
+        m.set_start(x0);
+        start_note = "warm start " + c->who + " (model cost " + detail::ckm_num(sp->cost(f)) + ")";
+        break;
+      }
+    }
+    report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
+
+    solver::options so;
+    const auto limit = ctx.time_limit_or(time_limit_s);
+    so.time_limit = limit > 0 ? limit : solver::infinity;
+    if (limit == 0) so.node_limit = 0;
+    so.relative_gap = relative_gap;
+    so.threads = threads;
+    so.verbosity = verbosity;
+    const auto sol = solver.solve(m, so);
+    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + detail::ckm_num(sol.seconds) + " s";
+    if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
+    if (!std::isnan(sol.bound)) note += ", bound " + detail::ckm_num(mm.unscale(sol.bound));
+    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : detail::ckm_num(100.0 * sol.gap) + " %");
+    report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
+    if (sol.status == solver::status::infeasible)
+      return fallback(note + ": no plan over this order that recomputes each op at most once between two scheduled ops fits the target of " +
+                      std::to_string(target) + " bytes");
+    if (!sol.has_incumbent()) return fallback(note + "; no incumbent");
+
+    auto sp = mm.decode(sol.values);
+    detail::cleanup(p, f, sp);
+    timeline out = tl;
+    try {
+      detail::staged_to_timeline(p, f, sp, out);
+    } catch (const error& e) {
+      return fallback(note + "; the solution does not translate into steps (" + e.what() + ")");
+    }
+    if (auto bad = detail::replay_violation(p, out)) return fallback(note + "; the translated plan does not verify (" + *bad + ")");
+    if (out.peak > target)
+      return fallback(note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)");
+    const auto cost = detail::recompute_cost_of(p, out);
+    if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < model_cost(out))
+      return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who + rebuilt);
+    note += "; peak " + std::to_string(tl.peak) + " -> " + std::to_string(out.peak) + " bytes (target " + std::to_string(target) + "), " +
+            std::to_string(detail::recompute_count(out)) + " recomputes, recompute cost " + detail::ckm_num(cost) +
+            (f.unit_costs ? " (the graph has no costs: the model counted one unit per recompute)" : "");
+    return finish(std::move(out), note + rebuilt);
+  }
+};
+
+static_assert(timeline_stage<checkmate_ilp>);
+static_assert(timeline_stage<no_recompute>);
+
+}  // namespace memplan::remat
