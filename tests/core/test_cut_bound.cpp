@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/adapt.hpp>
 #include <memplan/core/cut_bound.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 #include <memplan/schedule/exact.hpp>

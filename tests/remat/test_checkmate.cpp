@@ -146,10 +146,10 @@ TEST_CASE("checkmate_ilp without a backend falls back to the best warm start and
     CHECK(out.stages.back().kind == stage_kind::checkpointer);
     CHECK(note.rfind("checkmate_ilp: no MILP backend available (link memplan::cbc and pass solver::cbc{}); returned ", 0) == 0);
     CHECK(violation_of(p, out) == "<valid>");
-    // Without a backend: the warm start (no_recompute: the timeline itself) unless memplan's on-demand
+    // Without a backend: the warm start (none: the timeline itself) unless memplan's on-demand
     // plan fits the target or, when neither fits, peaks lower.
     const bool on_demand = note.find("returned on-demand recomputation") != std::string::npos;
-    CHECK(on_demand != (note.find("returned no_recompute") != std::string::npos));
+    CHECK(on_demand != (note.find("returned none") != std::string::npos));
     CHECK(on_demand == (out.steps != tl.steps));
     CHECK(out.peak <= tl.peak);
     ++fell_back;

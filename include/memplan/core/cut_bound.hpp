@@ -45,6 +45,7 @@
 #include <vector>
 
 #include <memplan/core/analysis.hpp>
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/problem.hpp>
 
 namespace memplan {

@@ -4,6 +4,7 @@
 #include <memplan/core/registry.hpp>
 #include <memplan/remat/chain_dp.hpp>
 #include <memplan/remat/chen.hpp>
+#include <memplan/remat/checkmate_ilp.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/greedy.hpp>
 #include <memplan/remat/none.hpp>
@@ -31,6 +32,8 @@ inline const registry<any_checkpointer>& checkpointers() {
           [] { return any_checkpointer(revolve{}); });
     g.add("chain_dp", "optimal dynamic program on the heterogeneous chain of segments (rotor)",
           [] { return any_checkpointer(chain_dp{}); });
+    g.add("checkmate_ilp", "Checkmate MILP over the order with the context's solver (CBC): least recompute cost; the default checkpointer's plan without one",
+          [] { return any_checkpointer(checkmate_ilp{.warm_start = default_checkpointer{}}); });
     return g;
   }();
   return r;

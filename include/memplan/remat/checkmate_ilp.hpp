@@ -71,17 +71,10 @@
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
+#include <memplan/remat/none.hpp>
 #include <memplan/solver/milp.hpp>
 
 namespace memplan::remat {
-
-// The checkpointer that recomputes nothing: returns its timeline unchanged. checkmate_ilp's default
-// warm start (a greedy checkpointer can be plugged in instead).
-struct no_recompute {
-  static constexpr stage_kind kind = stage_kind::checkpointer;
-  [[nodiscard]] std::string name() const { return "no_recompute"; }
-  [[nodiscard]] timeline run(const problem&, timeline tl, const plan_context&) const { return tl; }
-};
 
 // Size of the model checkmate_ilp builds for a timeline, for the size guards and reports.
 struct checkmate_ilp_size {
@@ -903,7 +896,7 @@ struct checkmate_ilp {
   int verbosity = 0;                        // the backend's log level
   std::int32_t max_ops = 400;               // size guard: beyond, fall back with a note
   std::int64_t max_binaries = 200000;       // size guard on R and S variables
-  any_checkpointer warm_start = no_recompute{};  // its timeline is the solver's first incumbent when it fits
+  any_checkpointer warm_start = none{};        // its timeline is the solver's first incumbent when it fits
 
   [[nodiscard]] std::string name() const { return "checkmate_ilp"; }
 
@@ -1091,6 +1084,5 @@ struct checkmate_ilp {
 };
 
 static_assert(timeline_stage<checkmate_ilp>);
-static_assert(timeline_stage<no_recompute>);
 
 }  // namespace memplan::remat
