@@ -4,7 +4,10 @@
 # Usage: tools/main-job.sh [GRAPH.json.gz] [extra `memplan plan` flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/bootstrap.sh default >/dev/null
+# Only the CLI is built here (tools/test.sh builds everything); progress goes to standard error.
+start=$(date +%s)
+tools/bootstrap.sh default --target memplan_cli
+echo "memplan main job: set up in $(( $(date +%s) - start )) s; planning" >&2
 graph=${1:-data/models/resnet18-train-b32.json.gz}
 shift || true
 exec build/default/apps/memplan/memplan plan "$graph" --svg heap.svg --report-json report.json "$@"

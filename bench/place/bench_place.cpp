@@ -62,7 +62,7 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
-const std::filesystem::path shared_dir = std::filesystem::path(MEMPLAN_SHARED_DIR);
+const std::filesystem::path data_dir = std::filesystem::path(MEMPLAN_DATA_DIR);
 const std::filesystem::path source_dir = std::filesystem::path(MEMPLAN_SOURCE_DIR);
 
 // A DNN-training-like buffer list: saved forward activations live until their backward step (nested
@@ -144,7 +144,7 @@ const std::map<std::string, double> minimalloc_seconds = {
     {"G", 0.96}, {"H", 1.54}, {"I", 3.55}, {"J", 0.82}, {"K", 0.50}};
 
 void minimalloc_decision() {
-  const auto files = csv_files(shared_dir / "benchmarks" / "minimalloc");
+  const auto files = csv_files(data_dir / "benchmarks" / "minimalloc");
   std::cout << "\n## MiniMalloc challenging instances, decision mode (`memplan place X.csv --capacity 1048576`, default options)\n\n"
                "| instance | buffers | capacity | max load | arena | fits | proven optimal | memplan s | cpu s | MiniMalloc s (issue 16, this machine) |\n"
                "|---|---:|---:|---:|---:|---|---|---:|---:|---:|\n";
@@ -186,7 +186,7 @@ void minimalloc_decision() {
 
 // ---- minimise: no capacity ------------------------------------------------------------------------------
 void minimalloc_minimise(double seconds) {
-  const auto files = csv_files(shared_dir / "benchmarks" / "minimalloc");
+  const auto files = csv_files(data_dir / "benchmarks" / "minimalloc");
   std::cout << "\n## MiniMalloc instances, minimisation mode (no capacity; exact, time_limit_s = " << seconds << ")\n\n"
                "| instance | buffers | max load | arena | proven bound | gap B | proven optimal | s | note |\n"
                "|---|---:|---:|---:|---:|---:|---|---:|---|\n";
@@ -219,8 +219,8 @@ void bounds(double seconds) {
   std::cout << "\n## Lower bounds beyond max load (window_lower_bound, " << seconds << " s each)\n\n"
                "| instance | buffers | max load | window bound | window | s |\n|---|---:|---:|---:|---|---:|\n";
   std::vector<std::filesystem::path> files;
-  for (const char* name : {"C", "D", "J"}) files.push_back(shared_dir / "benchmarks" / "minimalloc" / (std::string(name) + ".1048576.csv"));
-  for (const auto& f : csv_files(shared_dir / "benchmarks" / "idealloc")) files.push_back(f);
+  for (const char* name : {"C", "D", "J"}) files.push_back(data_dir / "benchmarks" / "minimalloc" / (std::string(name) + ".1048576.csv"));
+  for (const auto& f : csv_files(data_dir / "benchmarks" / "idealloc")) files.push_back(f);
   for (const auto& f : files) {
     if (!std::filesystem::exists(f)) continue;
     const auto p = io::read_buffers_csv_file(f.string()).problem;
@@ -241,7 +241,7 @@ struct named_problem {
 
 std::vector<named_problem> large_sets(const std::vector<std::size_t>& sizes) {
   std::vector<named_problem> v;
-  for (const auto& f : csv_files(shared_dir / "benchmarks" / "idealloc"))
+  for (const auto& f : csv_files(data_dir / "benchmarks" / "idealloc"))
     v.push_back({"idealloc " + f.stem().string(), io::read_buffers_csv_file(f.string()).problem});
   for (auto n : sizes) v.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 42 + n)});
 #ifdef MEMPLAN_BENCH_WITH_JSON
@@ -290,9 +290,9 @@ void budgets(const std::vector<std::size_t>& sizes) {
   std::vector<named_problem> sets;
   for (auto n : sizes) sets.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 7 + n)});
   for (const char* m : {"D", "F"})
-    if (const auto f = shared_dir / "benchmarks" / "minimalloc" / (std::string(m) + ".1048576.csv"); std::filesystem::exists(f))
+    if (const auto f = data_dir / "benchmarks" / "minimalloc" / (std::string(m) + ".1048576.csv"); std::filesystem::exists(f))
       sets.push_back({std::string("minimalloc ") + m, io::read_buffers_csv_file(f.string()).problem});
-  if (const auto f = shared_dir / "benchmarks" / "idealloc" / "pangu_2.6B.csv"; std::filesystem::exists(f))
+  if (const auto f = data_dir / "benchmarks" / "idealloc" / "pangu_2.6B.csv"; std::filesystem::exists(f))
     sets.push_back({"idealloc pangu_2.6B", io::read_buffers_csv_file(f.string()).problem});
   double worst = 0;
   std::string worst_at;

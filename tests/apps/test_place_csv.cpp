@@ -10,7 +10,7 @@
 using namespace memplan;
 
 TEST_CASE("run_csv: the CLI's `memplan place` pipeline") {
-  const std::string in = std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/input.12.csv";
+  const std::string in = std::string(MEMPLAN_DATA_DIR) + "/benchmarks/minimalloc/input.12.csv";
   const std::string out = "test_place_run_csv_out.csv";
   std::ostringstream log;
   const auto r = cli::run_csv({.input = in, .capacity = 12, .placer = "exact", .time_limit_s = 5, .output = out}, &log);

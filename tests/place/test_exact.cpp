@@ -88,7 +88,7 @@ TEST_CASE("exact proves infeasibility of a capacity below the optimum") {
 }
 
 TEST_CASE("MiniMalloc example input.12.csv fits its capacity 12") {
-  const auto list = io::read_buffers_csv_file(std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/input.12.csv");
+  const auto list = io::read_buffers_csv_file(std::string(MEMPLAN_DATA_DIR) + "/benchmarks/minimalloc/input.12.csv");
   auto p = list.problem;
   p.capacity = 12;
   const auto pl = exact{}.place(p);

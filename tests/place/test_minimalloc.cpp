@@ -12,7 +12,7 @@ using namespace memplan::place;
 namespace {
 
 buffer_problem instance(char name, bool with_capacity) {
-  const auto path = std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/" + name + ".1048576.csv";
+  const auto path = std::string(MEMPLAN_DATA_DIR) + "/benchmarks/minimalloc/" + name + ".1048576.csv";
   auto p = io::read_buffers_csv_file(path).problem;
   if (with_capacity) p.capacity = *io::capacity_from_filename(path);
   return p;

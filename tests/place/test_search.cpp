@@ -201,7 +201,7 @@ TEST_CASE("deadlines cut the work short and the best placement so far is valid")
   CHECK(!check(big, heuristics));
   CHECK(heuristics.arena <= greedy_by_breadth{}.place(big).arena);
   // The MiniMalloc instance F cut after a few nodes: still a valid placement with its gap.
-  auto f = io::read_buffers_csv_file(std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/F.1048576.csv").problem;
+  auto f = io::read_buffers_csv_file(std::string(MEMPLAN_DATA_DIR) + "/benchmarks/minimalloc/F.1048576.csv").problem;
   const auto early = exact{.time_limit_s = 1e9, .node_limit = 50}.place(f);
   CHECK(!check(f, early));
   if (!early.optimal) CHECK(early.note.find("gap") != std::string::npos);
@@ -218,7 +218,7 @@ TEST_CASE("node limits make the searching placers deterministic") {
 }
 
 TEST_CASE("memplan place with --capacity and no time limit: decision mode, stops at the first fit") {
-  const auto path = std::string(MEMPLAN_SHARED_DIR) + "/benchmarks/minimalloc/D.1048576.csv";
+  const auto path = std::string(MEMPLAN_DATA_DIR) + "/benchmarks/minimalloc/D.1048576.csv";
   const auto r = cli::run_csv({.input = path, .capacity = 1048576}, nullptr);
   CHECK(r.placement.arena <= 1048576);
   CHECK(!check(r.list.problem, r.placement));

@@ -1,0 +1,26 @@
+# cmake -DSRC=<memplan> -DWORK=<dir> -DGENERATOR=... -DCXX=... -P pkgconfig_test.cmake
+# Installs memplan, then builds a program the non-CMake way: $(pkg-config --cflags memplan-json).
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_out "${out}" PARENT_SCOPE)
+endfunction()
+run(${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/memplan-build -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX}
+    -DMEMPLAN_BUILD_TESTS=OFF -DMEMPLAN_BUILD_EXAMPLES=OFF -DMEMPLAN_BUILD_BENCH=OFF -DMEMPLAN_BUILD_APPS=OFF
+    -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+run(${CMAKE_COMMAND} --install ${WORK}/memplan-build)
+find_program(PKG_CONFIG pkg-config REQUIRED)
+set(ENV{PKG_CONFIG_PATH} "${WORK}/prefix/share/pkgconfig")
+run(${PKG_CONFIG} --modversion memplan)
+message(STATUS "pkg-config memplan: version ${last_out}")
+run(${PKG_CONFIG} --cflags memplan-json)
+separate_arguments(cflags UNIX_COMMAND "${last_out}")
+run(${PKG_CONFIG} --libs memplan-json)
+separate_arguments(libs UNIX_COMMAND "${last_out}")
+run(${CXX} ${cflags} ${SRC}/packaging/conan/test_package/test_package.cpp -o ${WORK}/main ${libs})
+run(${WORK}/main)
+message(STATUS "${last_out}")
