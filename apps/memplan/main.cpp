@@ -1,5 +1,5 @@
-// memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, stats, dot, place,
-// frontier, zoo.
+// memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, explain, stats, dot,
+// place, frontier, zoo, completion.
 // Exit codes: 0 ok, 1 invalid plan / infeasible, 2 bad input (unreadable or malformed files, bad
 // options), 3 internal or solver failure. Errors are one line on stderr.
 #include <algorithm>
@@ -30,6 +30,8 @@
 
 #include "args.hpp"
 #include "backends.hpp"
+#include "completion.hpp"
+#include "explain_cmd.hpp"
 #include "frontier.hpp"
 #include "zoo_cmd.hpp"
 #include "place_csv.hpp"
@@ -301,6 +303,18 @@ int main(int argc, char** argv) {
       "  memplan plan graph.json -o plan.json && memplan verify graph.json plan.json\n"
       "Exit codes: 0 valid; 1 invalid (the first violation is printed: step, op, tensors, offsets); 2 unreadable input.");
 
+  cli::explain_args ea;
+  auto* expl = app.add_subcommand("explain", "Tell a plan in words: the peak step, what is live there and why, what is recomputed or offloaded.");
+  expl->add_option("graph", ea.first, "graph file (.json or .json.gz); the two files may come in either order")->required();
+  expl->add_option("plan", ea.second, "plan file written by `memplan plan -o`")->required();
+  expl->add_option("--top", ea.top, "how many live storages to list at the peak")->capture_default_str();
+  expl->footer("Example:\n  memplan plan graph.json --budget 1GiB -o plan.json && memplan explain graph.json plan.json");
+
+  std::string shell;
+  auto* comp = app.add_subcommand("completion", "Print a shell completion script (bash; zsh with bashcompinit).");
+  comp->add_option("shell", shell, "bash")->required()->check(CLI::IsMember({"bash"}));
+  comp->footer("Example:\n  memplan completion bash > ~/.local/share/bash-completion/completions/memplan");
+
   std::string sgraph;
   int stop = 10;
   bool sjson = false;
@@ -372,6 +386,11 @@ int main(int argc, char** argv) {
   try {
     if (*plan) return run_plan(pa);
     if (*ver) return run_verify(vgraph, vplan);
+    if (*expl) return cli::run_explain(ea);
+    if (*comp) {
+      cli::write_bash_completion(std::cout, app, sched_names, checkpointers().joined_names(), place_names);
+      return 0;
+    }
     if (*stats) return run_stats(sgraph, stop, sjson);
     if (*dot) return run_dot(dgraph, dout, dlr);
     if (*plc) return run_place(pin, pcap, pplacer, ptl, pout);

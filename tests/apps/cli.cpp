@@ -350,3 +350,56 @@ TEST_CASE("the README's command on a bundled model") {
   MESSAGE("resnet18-train-b32: given ", j["given_peak"], " planned ", j["planned_peak"], " arena ", j["arena_bytes"], " lower bound ",
           j["lower_bound"], " in ", j["plan_seconds"], " s");
 }
+
+// Snapshots: the text scripts and people read, compared byte for byte with tests/apps/snapshots/.
+// After an intended change: MEMPLAN_UPDATE_SNAPSHOTS=1 ctest -R test_apps_cli rewrites them.
+namespace {
+void check_snapshot(const std::string& name, const std::string& text) {
+  const auto path = fs::path(MEMPLAN_SNAPSHOTS) / name;
+  if (const char* u = std::getenv("MEMPLAN_UPDATE_SNAPSHOTS"); u && std::string(u) == "1") std::ofstream(path, std::ios::binary) << text;
+  REQUIRE_MESSAGE(fs::exists(path), "missing snapshot " << path);
+  CHECK(slurp(path) == text);
+}
+}  // namespace
+
+TEST_CASE("explain: the peak step, what is live there and why, what is recomputed (snapshot); either file order") {
+  scratch s;
+  REQUIRE(s.run("zoo chain --depth 14 --batch 1 --image 16 -o '" + s / "chain.json" + "'").code == 0);
+  const auto full = s.run("plan '" + s / "chain.json" + "' --scheduler given --placer greedy_by_size -o '" + s / "full.json" + "'");
+  REQUIRE(full.code == 0);
+  // Recompute under a budget, with policies that do not look at the clock.
+  const auto r = s.run("plan '" + s / "chain.json" + "' --scheduler given --checkpointer chen_sqrt --placer greedy_by_size -o '" + s / "plan.json" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto e = s.run("explain '" + s / "chain.json" + "' '" + s / "plan.json" + "'");
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  for (const auto* what : {"the peak", "live there", "by reason", "recompute steps"}) CHECK_MESSAGE(has(e.out, what), what);
+  // The text names the scratch folder nowhere: it is a function of the graph and the plan only.
+  check_snapshot("explain_chain14_chen_sqrt.txt", e.out);
+  const auto swapped = s.run("explain '" + s / "plan.json" + "' '" + s / "chain.json" + "'");
+  CHECK(swapped.code == 0);
+  CHECK(swapped.out == e.out);
+  const auto plain = s.run("explain '" + s / "chain.json" + "' '" + s / "full.json" + "' --top 3");
+  CHECK(plain.code == 0);
+  CHECK(has(plain.out, "nothing is recomputed"));
+  CHECK(has(plain.out, "more"));
+  // Two graphs, or a missing file: bad input.
+  CHECK(s.run("explain '" + s / "chain.json" + "' '" + s / "chain.json" + "'").code == 2);
+  CHECK(s.run("explain '" + s / "nope.json" + "' '" + s / "plan.json" + "'").code == 2);
+}
+
+TEST_CASE("--version snapshot; bash completion lists every subcommand and option and is valid bash") {
+  scratch s;
+  const auto v = s.run("--version");
+  CHECK(v.code == 0);
+  check_snapshot("version.txt", v.out);
+  const auto c = s.run("completion bash");
+  REQUIRE(c.code == 0);
+  for (const auto* what : {"complete -o filenames -F _memplan memplan", "plan)", "explain)", "--budget", "--checkpointer)", "chen_sqrt",
+                           "greedy_by_size", "--svg"})
+    CHECK_MESSAGE(has(c.out, what), what);
+  s.write("memplan.bash", c.out);
+  CHECK(std::system(("bash -n '" + s / "memplan.bash" + "'").c_str()) == 0);
+  CHECK(s.run("completion fish").code == 2);
+}

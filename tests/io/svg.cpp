@@ -92,6 +92,18 @@ TEST_CASE("heap map of the small graph: well-formed, one block per storage and w
   CHECK(svg.find(">arena ") != std::string::npos);
   CHECK(svg.find("address (") != std::string::npos);
   CHECK(svg.find("workspace of mm1") != std::string::npos);
+  // The peak step is marked, with what is live there, largest first.
+  REQUIRE(mp.peak_tick >= 0);
+  CHECK(svg.find("at the peak (step " + std::to_string(mp.peak_tick) + ")") != std::string::npos);
+}
+
+TEST_CASE("heap map: the lower-bound line appears when the bound is below the peak, and only then") {
+  const auto p = io::read_graph(data_dir + "/small.json");
+  auto mp = plan_of(p);
+  mp.stats.lower_bound = mp.stats.peak / 2;
+  CHECK(io::heap_svg(p, mp).find(">lower bound ") != std::string::npos);
+  mp.stats.lower_bound = mp.stats.peak;
+  CHECK(io::heap_svg(p, mp).find(">lower bound ") == std::string::npos);
 }
 
 TEST_CASE("heap blocks: inside the arena, disjoint when live together, live bytes match the profile") {

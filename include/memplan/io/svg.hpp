@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/error.hpp>
@@ -251,6 +252,30 @@ inline std::string heap_svg(const problem& p, const memory_plan& mp, const svg_o
   // The arena label sits above its line, the peak label below its own.
   hline(mp.arena, "#000000", "", "arena " + human_bytes(mp.arena), -4);
   hline(mp.stats.peak, "#d62728", "6,3", "peak " + human_bytes(mp.stats.peak), 13);
+  // The lower bound the report certifies against (any order, or any plan when recomputing): the gap
+  // between it and the peak line is what planning could still win at most.
+  if (mp.stats.lower_bound > 0 && mp.stats.lower_bound < mp.stats.peak)
+    hline(mp.stats.lower_bound, "#2ca02c", "2,3", "lower bound " + human_bytes(mp.stats.lower_bound), 13);
+  // The peak step: a vertical marker, and what is live there listed beside the plot (largest first).
+  std::vector<std::pair<std::int64_t, std::string>> at_peak;
+  std::string peak_op;
+  if (mp.peak_tick >= 0 && mp.peak_tick < steps) {
+    const double x = X(static_cast<double>(mp.peak_tick) + 0.5);
+    s += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(top + ph) +
+         "\" stroke=\"#d62728\" stroke-width=\"1\" stroke-dasharray=\"2,2\"/>\n";
+    std::int32_t tick = 0;
+    for (const auto& st : mp.steps) {
+      if (!runs_op(st.kind)) continue;
+      if (tick++ == mp.peak_tick) {
+        peak_op = p.op_name(st.id);
+        break;
+      }
+    }
+    for (const auto& b : blocks)
+      if (b.begin <= mp.peak_tick && mp.peak_tick < b.end)
+        at_peak.emplace_back(b.bytes, b.tensor != no_id ? p.tensor_name(b.tensor) : "workspace of " + p.op_name(b.workspace_of));
+    std::stable_sort(at_peak.begin(), at_peak.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
   s += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
        "\" fill=\"none\" stroke=\"#888888\"/>\n";
 
@@ -266,6 +291,27 @@ inline std::string heap_svg(const problem& p, const memory_plan& mp, const svg_o
                  tensor_kind::optimizer_state, tensor_kind::output, tensor_kind::control})
     if (kind_used[static_cast<int>(k)]) entry(detail::kind_colour(k), to_string(k));
   if (ws_used) entry(detail::workspace_colour, "workspace");
+  if (!at_peak.empty()) {
+    ly += 14;
+    s += "<text x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly) + "\" font-weight=\"bold\" fill=\"#d62728\">at the peak (step " +
+         std::to_string(mp.peak_tick) + ")</text>\n";
+    ly += 16;
+    s += "<text x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly) + "\" fill=\"#444444\">" + detail::xml_escape(peak_op.size() > 24 ? peak_op.substr(0, 23) + "~" : peak_op) +
+         " runs</text>\n";
+    const std::size_t shown = std::min<std::size_t>(at_peak.size(), 8);
+    for (std::size_t i = 0; i < shown; ++i) {
+      ly += 15;
+      auto name = at_peak[i].second;
+      if (name.size() > 16) name = name.substr(0, 15) + "~";
+      s += "<text x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly) + "\" font-size=\"11\">" + human_bytes(at_peak[i].first) + " " +
+           detail::xml_escape(name) + "</text>\n";
+    }
+    if (at_peak.size() > shown) {
+      ly += 15;
+      s += "<text x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly) + "\" font-size=\"11\" fill=\"#444444\">+" +
+           std::to_string(at_peak.size() - shown) + " more live</text>\n";
+    }
+  }
   s += "</g>\n</svg>\n";
   return s;
 }

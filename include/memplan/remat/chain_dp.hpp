@@ -32,6 +32,11 @@ struct chain_dp {
   [[nodiscard]] std::string name() const { return "chain_dp"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    // A target the incoming timeline already meets: recomputing anything would only cost.
+    if (const auto target = detail::target_of(ctx); target != std::numeric_limits<std::int64_t>::max() && tl.peak <= target) {
+      tl.stages.push_back({kind, name(), 0.0, "chain_dp: nothing recomputed: the timeline already meets the target"});
+      return tl;
+    }
     detail::chain_setup su(p, tl, false, 0.0);
     const auto m = static_cast<std::int32_t>(su.c.cuts.size());
     if (m == 0) {
