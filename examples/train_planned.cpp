@@ -33,8 +33,12 @@ int main(int argc, char** argv) try {
     return 2;
   }
 
-  // The model: one training step (forward, backward, Adam update) as an ad::program.
-  const auto m = ad::models::cnn({.batch = 32}, ad::adam{0.01f});
+  // The model: one training step (forward, backward, Adam update) as an ad::program. Batch 4 with 16
+  // channels: activations and gradients are of a size, so both the order (when each gradient is made
+  // and freed) and the addresses matter -- planning saves memory visibly here. (At batch 32 with 8
+  // channels the activations dominate, the tape's own order is already optimal, and the plan saves
+  // only the caching allocator's rounding and fragmentation: 2.8 %.)
+  const auto m = ad::models::cnn({.batch = 4, .width_mult = 16}, ad::adam{0.01f});
   // Its dataflow graph -> problem -> OLLA's plan (reorder + place), 64-byte aligned for the kernels.
   auto prob = make_problem(ad::to_dataflow_graph(m.step));
   auto plan = olla::optimize(prob, {.alignment = ad::plan_alignment});
@@ -85,11 +89,11 @@ int main(int argc, char** argv) try {
   const auto caching = memplan::plan(prob, schedule::given{} | place::online::caching_allocator{}, {.alignment = ad::plan_alignment});
   const double reduction_caching = 100.0 * (1.0 - static_cast<double>(plan.arena) / static_cast<double>(caching.arena));
   std::printf("\nmemory per training step:\n");
-  std::printf("  eager peak (one allocation per tensor, given order) %10lld B\n", static_cast<long long>(eager_peak));
-  std::printf("  planned arena (one block, 64-byte aligned offsets)  %10lld B   reduction %.2f %%\n",
-              static_cast<long long>(plan.arena), reduction);
-  std::printf("  eager under a caching allocator (simulated)         %10lld B   reduction %.2f %%\n",
-              static_cast<long long>(caching.arena), reduction_caching);
+  std::printf("  eager under a caching allocator (simulated, what a framework holds) %10lld B\n", static_cast<long long>(caching.arena));
+  std::printf("  eager peak (an ideal allocator: live bytes only, given order)         %10lld B\n", static_cast<long long>(eager_peak));
+  std::printf("  planned arena (reordered, one block, 64-byte aligned offsets)         %10lld B\n", static_cast<long long>(plan.arena));
+  std::printf("  planning saves %.1f %% against the caching allocator, %.1f %% against the ideal allocator\n",
+              reduction_caching, reduction);
   std::printf("  planned order's peak %lld B, lower bound %lld B, resident (weights+optimizer+batch) %lld B\n",
               static_cast<long long>(plan.stats.peak), static_cast<long long>(plan.stats.lower_bound),
               static_cast<long long>(eager.resident_bytes()));
@@ -105,7 +109,7 @@ int main(int argc, char** argv) try {
   std::printf("test accuracy: planned %.4f, eager %.4f\n", acc_p, acc_e);
   std::printf("planned == recomputing == eager bit for bit (losses, weights, optimizer state): %s\n", same ? "yes" : "NO");
 
-  io::write_heap_svg(svg, prob, plan, {.title = "residual CNN training step (batch 32) under olla::optimize"});
+  io::write_heap_svg(svg, prob, plan, {.title = "residual CNN training step (batch 4, 16 channels) under olla::optimize"});
   std::printf("heap map written to %s\n", svg.c_str());
   return same && acc_p == acc_e ? 0 : 1;
 } catch (const std::exception& e) {

@@ -4,9 +4,32 @@
 #include <map>
 #include <string>
 
+#include <cstdio>
+#include <iostream>
+
+#include <unistd.h>
+
 #include <memplan/base/error.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/io/report.hpp>
 
 namespace memplan::cli {
+
+// Progress of the policies that search, on stderr: every event with -v; when stderr is a terminal
+// (and not -q), the events of work that has run for a second or more; otherwise none.
+inline progress_callback progress_printer(bool verbose, bool quiet = false) {
+  const bool terminal = !quiet && ::isatty(2) != 0;
+  if (!verbose && !terminal) return {};
+  return [verbose](const progress_event& e) {
+    if (!verbose && e.seconds < 1.0) return;
+    char b[64];
+    std::snprintf(b, sizeof b, "[%8.3f s] ", e.seconds);
+    std::cerr << b << e.policy << ": " << e.message;
+    if (e.best >= 0) std::cerr << " (best " << io::human_bytes(e.best) << ")";
+    if (e.lower_bound > 0) std::cerr << " (bound " << io::human_bytes(e.lower_bound) << ")";
+    std::cerr << "\n";
+  };
+}
 
 // "4096", "512KiB", "1.5GiB", "2G" (binary units), "3MB" (decimal).
 inline std::int64_t parse_bytes(const std::string& text, const std::string& option) {

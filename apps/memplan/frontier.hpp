@@ -34,10 +34,7 @@ inline int run_frontier(const frontier_args& a) {
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
   ctx.solver = milp_backend();
-  if (a.verbose)
-    ctx.progress = [](const progress_event& e) {
-      std::cerr << "[" << e.seconds << " s] " << e.policy << ": " << e.message << " (arena " << io::human_bytes(e.best) << ")\n";
-    };
+  ctx.progress = progress_printer(a.verbose);
   const auto pts = remat::frontier(p, sched, ckpt, placer, {.points = a.points}, ctx);
   std::ostream* os = &std::cout;
   std::ofstream file;

@@ -83,14 +83,7 @@ int run_plan(const plan_args& a) {
   const auto ckpt = checkpointers().make(!a.checkpointer.empty() ? a.checkpointer : a.budget.empty() ? "none" : "default");
   const auto p = io::read_graph(a.graph);
   plan_context ctx;
-  if (a.verbose)
-    ctx.progress = [](const progress_event& e) {
-      char b[64];
-      std::snprintf(b, sizeof b, "[%8.3f s] ", e.seconds);
-      std::cerr << b << e.policy << ": " << e.message;
-      if (e.best >= 0) std::cerr << " (best " << io::human_bytes(e.best) << ")";
-      std::cerr << "\n";
-    };
+  ctx.progress = cli::progress_printer(a.verbose, a.quiet);
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
   ctx.solver = cli::milp_backend();
@@ -282,7 +275,7 @@ int main(int argc, char** argv) {
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
   plan->add_option("--dot", pa.dot, "write the graph in Graphviz DOT");
   plan->add_flag("-q,--quiet", pa.quiet, "print nothing (files and exit code only)");
-  plan->add_flag("-v,--verbose", pa.verbose, "print the schedulers' progress on stderr");
+  plan->add_flag("-v,--verbose", pa.verbose, "print every progress event on stderr (default: on a terminal, the work that runs a second or more)");
   plan->footer(
       "Examples:\n"
       "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"

@@ -85,6 +85,7 @@ struct default_placer {
   std::int64_t node_limit = -1;    // for the exact search, < 0: unlimited
   std::int64_t accept = -1;        // as exact::accept (-1: the capacity when finite, else minimise)
   bool decompose = true;           // place the pieces of detail::split_in_time one by one (when >= 2)
+  progress_callback progress{};    // handed to the exact search (the context's, via place(p, ctx))
 
   [[nodiscard]] std::string name() const { return "default"; }
   [[nodiscard]] double seconds() const { return time_limit_s < 0 ? default_time_limit_s : time_limit_s; }
@@ -100,6 +101,7 @@ struct default_placer {
     } else if (ctx.time_limit_s >= 0) {
       q.time_limit_s = ctx.time_limit_s;
     }
+    if (!q.progress) q.progress = ctx.progress;
     return q.place(p);
   }
 
@@ -145,7 +147,7 @@ struct default_placer {
     if (whole && room()) consider(pass(greedy_by_breadth{}));
     if (whole && !good(best) && room()) consider(pass(best_fit{}));
     if (whole && !good(best) && room()) {
-      auto pl = exact{.node_limit = node_limit, .accept = accept}.search_from(p, best, until);
+      auto pl = exact{.node_limit = node_limit, .accept = accept, .progress = progress}.search_from(p, best, until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }

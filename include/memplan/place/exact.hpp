@@ -30,12 +30,14 @@
 // per buffer).
 // Deterministic for a given node_limit when the time limit does not cut the search.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <memplan/base/error.hpp>
+#include <memplan/base/progress.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/place/best_fit.hpp>
 #include <memplan/core/buffer.hpp>
@@ -86,6 +88,7 @@ struct exact {
   // minimise; 0: minimise. Optimality is claimed only when proven.
   std::int64_t accept = -1;
   bool window_bounds = false;        // minimisation: try window_lower_bound when max load is not met
+  progress_callback progress{};      // after each search round: arena, bound, nodes (the context's, via place(p, ctx))
 
   [[nodiscard]] std::string name() const { return "exact"; }
   [[nodiscard]] double seconds() const { return time_limit_s < 0 ? default_time_limit_s : time_limit_s; }
@@ -115,6 +118,7 @@ struct exact {
     } else if (ctx.time_limit_s >= 0) {
       q.time_limit_s = ctx.time_limit_s;
     }
+    if (!q.progress) q.progress = ctx.progress;
     return q.place(p);
   }
 
@@ -138,6 +142,7 @@ struct exact {
   [[nodiscard]] buffer_placement search_from(const buffer_problem& p, const buffer_placement& incumbent,
                                              const deadline& until) const {
     using outcome = detail::canonical_search::outcome;
+    const auto started = std::chrono::steady_clock::now();
     if (incumbent.offsets.size() != p.buffers.size())
       throw error(errc::invalid_argument, "exact: the incumbent has " + std::to_string(incumbent.offsets.size()) +
                                               " offsets for " + std::to_string(p.buffers.size()) + " buffers");
@@ -169,6 +174,7 @@ struct exact {
         const std::int64_t first_budget = std::max<std::int64_t>(16, 2 * static_cast<std::int64_t>(search.size()));
         std::int64_t budget = first_budget;
         int round = 0;
+        double last_report = 0.0;
         bool windows_tried = false;
         std::vector<std::int64_t> found;
         // One probe: returns its outcome, updates best / proven.
@@ -225,6 +231,16 @@ struct exact {
           }
           budget = std::min<std::int64_t>(2 * budget, std::int64_t{1} << 50);
           ++round;
+          // Progress at most twice a second (rounds can take microseconds).
+          if (progress) {
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            if (elapsed - last_report >= 0.5) {
+              last_report = elapsed;
+              report(progress, "placer exact", "round " + std::to_string(round) + ", " + std::to_string(nodes) + " nodes" +
+                                                   (decision ? ", looking for an arena <= " + std::to_string(level) : ""),
+                     elapsed, best_arena, proven);
+            }
+          }
           // Max load not met after the first rounds: short windows of the time axis may prove more.
           if (!decision && window_bounds && !windows_tried && !finished() && budget >= 64 * static_cast<std::int64_t>(search.size())) {
             windows_tried = true;
