@@ -1,10 +1,11 @@
 #pragma once
 // remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named:
-// the best plan of the solver-free checkpointers within a time budget. They run in the order they
-// usually pay off (greedy's fine-grained eviction first, then Chen's segments with and without the
-// cheap-results rule, then the chain DP and revolve) while time is left; the winner is the first plan
+// the best plan of the solver-free checkpointers within a time budget. They run while time is left,
+// fast ones first (Chen's Alg. 3 segments, then greedy's fine-grained eviction, Chen's segments with
+// the cheap-results rule, the chain DP and revolve); the winner is the first plan
 // that meets the memory target at the least recompute cost (best_of's rule for checkpointers), and
 // without a target the timeline is returned unchanged. Deterministic in deterministic mode (all run).
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,19 @@ struct default_checkpointer {
       detail::candidate c{std::move(out), 0.0, {}};
       c.cost = detail::recompute_cost(e, c.tl);
       c.what = c.tl.stages.empty() ? stage.name() : c.tl.stages.back().note;
-      tried += (tried.empty() ? "" : ", ") + stage.name() + "=" + std::to_string(c.tl.peak) + "/" + std::to_string(c.cost);
+      char cost[32];
+      std::snprintf(cost, sizeof cost, "%.4g", c.cost);
+      tried += (tried.empty() ? "" : ", ") + stage.name() + " peak " + std::to_string(c.tl.peak) + " cost " + cost;
       cs.push_back(std::move(c));
     };
+    // Chen's Alg. 3 first: a few replays of the engine, fast on any size (0.06 s on ResNet-50, 0.26 s
+    // on DenseNet-121 at batch 32), and the better plan where the forward chain has clear cuts
+    // (DenseNet-121 at half its peak: 64 % overhead against greedy's 115 %; ResNet-1001: 32.8 %).
+    // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
+    // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
+    consider(chen_budget{});
     consider(greedy{});
     consider(chen_budget{.drop_cheap = true});
-    consider(chen_budget{});
     consider(chain_dp{});
     consider(revolve{});
     const auto k = detail::choose(cs, target);
