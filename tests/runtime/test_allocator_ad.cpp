@@ -1,0 +1,127 @@
+// Trace -> plan -> replay round trips on real training steps of the autodiff engine: a framework-style
+// runner allocates every tensor through a memory resource; under the replaying resource (from a
+// recorded trace, or straight from a memory plan) the weights after each step are bitwise those of
+// ad::eager_runner, every planned allocation comes from the slab, and a run at another batch size
+// diverges, falls back, and still computes the right numbers.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include <memplan/ad/eager.hpp>
+#include <memplan/ad/models/cnn.hpp>
+#include <memplan/ad/models/mlp.hpp>
+#include <memplan/ad/optimizers.hpp>
+#include <memplan/ad/run_plan.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/runtime/plan_replay.hpp>
+#include <memplan/runtime/replay.hpp>
+#include <memplan/runtime/trace.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "pmr_runner.hpp"
+
+using namespace memplan;
+using namespace memplan::runtime;
+
+namespace {
+std::vector<ad::model> models() {
+  std::vector<ad::model> m;
+  m.push_back(ad::models::mlp({.batch = 16, .hidden = 32}, ad::sgd{0.1f, 0.9f}));
+  m.push_back(ad::models::mlp({.batch = 8, .hidden = 16, .layers = 1}, ad::adam{}));
+  m.push_back(ad::models::cnn({.batch = 4}, ad::sgd{0.05f, 0.9f}));
+  return m;
+}
+std::vector<std::int32_t> program_order(const ad::program& p) {
+  std::vector<std::int32_t> o(p.nodes.size());
+  std::iota(o.begin(), o.end(), 0);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("record -> plan -> replay trains bitwise like the eager runner") {
+  for (const auto& m : models()) {
+    CAPTURE(m.step.name);
+    const auto order = program_order(m.step);
+    ad::eager_runner eager(m.step);
+    test::pmr_runner rec_run(m.step), rep_run(m.step);
+    recording_resource rec;
+    rec_run.run(rec, order);
+    (void)rec_run.release_outputs(rec);
+    const auto trace = rec.take();
+    REQUIRE(!trace.allocations.empty());
+    CHECK(!trace.allocations[0].tag.empty());  // tagged with the node that allocated it
+    auto plan = std::make_shared<const replay_plan>(plan_trace(trace));
+    replaying_resource<> mem(plan);
+    eager.run();  // the recorded step, for the reference
+    for (int step = 0; step < 3; ++step) {
+      if (step > 0) eager.run();
+      mem.begin_run();
+      if (step == 0) {  // the replay runner starts from the same state the recorder had after its step
+        rep_run.run(*std::pmr::new_delete_resource(), order);
+        (void)rep_run.release_outputs(*std::pmr::new_delete_resource());
+        continue;
+      }
+      rep_run.run(mem, order);
+      (void)rep_run.release_outputs(mem);
+      CHECK(ad::read_state(m.step, rep_run) == ad::read_state(m.step, eager));
+    }
+    CHECK(mem.stats().misses == 0);
+    CHECK(mem.stats().divergent_runs == 0);
+    CHECK(mem.stats().hits == 2 * plan->planned);
+  }
+}
+
+TEST_CASE("a replaying resource built from a memory plan serves the framework's allocations at the plan's offsets") {
+  for (const auto& m : models()) {
+    CAPTURE(m.step.name);
+    for (int which = 0; which < 2; ++which) {
+      const auto pp = which == 0 ? ad::plan_program(m.step, schedule::given{} | place::greedy_by_size{})
+                                 : ad::plan_program(m.step, schedule::default_scheduler{} | place::greedy_by_size{});
+      std::vector<std::int32_t> order;
+      for (auto o : pp.plan.order()) order.push_back(o.value());
+      auto plan = std::make_shared<const replay_plan>(replay_plan_of(pp.prob, pp.plan));
+      CHECK(plan->arena == pp.plan.arena);
+      CHECK(plan->planned > 0);
+      ad::eager_runner eager(m.step);
+      test::pmr_runner run(m.step);
+      replaying_resource<> mem(plan);
+      for (int step = 0; step < 2; ++step) {
+        eager.run();
+        mem.begin_run();
+        run.run(mem, order);
+        (void)run.release_outputs(mem);
+        CHECK(ad::read_state(m.step, run) == ad::read_state(m.step, eager));
+      }
+      CHECK(mem.stats().divergent_runs == 0);
+      CHECK(mem.stats().misses == 0);
+      CHECK(mem.stats().hits == 2 * plan->planned);
+      // The slab addresses are the plan's offsets: allocation i of the run is at slab + offset.
+      const auto pa = allocations_of(pp.prob, pp.plan);
+      CHECK(pa.trace.allocations.size() == plan->entries.size());
+    }
+  }
+}
+
+TEST_CASE("a run at another batch size diverges, falls back to upstream, and computes the same numbers") {
+  const auto small = ad::models::mlp({.batch = 8, .hidden = 32}, ad::sgd{0.1f, 0.9f});
+  const auto big = ad::models::mlp({.batch = 16, .hidden = 32}, ad::sgd{0.1f, 0.9f});
+  test::pmr_runner rec_run(small.step);
+  recording_resource rec;
+  rec_run.run(rec, program_order(small.step));
+  (void)rec_run.release_outputs(rec);
+  replaying_resource<> mem(std::make_shared<const replay_plan>(plan_trace(rec.take())));
+  ad::eager_runner eager(big.step);
+  test::pmr_runner run(big.step);
+  eager.run();
+  run.run(mem, program_order(big.step));
+  (void)run.release_outputs(mem);
+  CHECK(mem.stats().divergent_runs == 1);
+  CHECK(mem.stats().misses > 0);
+  CHECK(mem.live_slab_allocations() == 0);
+  CHECK(ad::read_state(big.step, run) == ad::read_state(big.step, eager));
+  MESSAGE("divergence: " << mem.stats().reason);
+}
