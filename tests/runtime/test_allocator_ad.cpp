@@ -18,6 +18,7 @@
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/plan_replay.hpp>
 #include <memplan/runtime/replay.hpp>
+#include <memplan/runtime/symbolic.hpp>
 #include <memplan/runtime/trace.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
@@ -124,4 +125,39 @@ TEST_CASE("a run at another batch size diverges, falls back to upstream, and com
   CHECK(mem.live_slab_allocations() == 0);
   CHECK(ad::read_state(big.step, run) == ad::read_state(big.step, eager));
   MESSAGE("divergence: " << mem.stats().reason);
+}
+
+TEST_CASE("recorded at batches 8 and 16, one symbolic plan replays a training step at any batch in [2, 32]") {
+  auto model_at = [](std::int64_t batch) { return ad::models::mlp({.batch = batch, .hidden = 32}, ad::sgd{0.1f, 0.9f}); };
+  auto record_at = [&](std::int64_t batch) {
+    const auto m = model_at(batch);
+    test::pmr_runner run(m.step);
+    recording_resource rec;
+    run.run(rec, program_order(m.step));
+    (void)run.release_outputs(rec);
+    return rec.take();
+  };
+  const auto st = fit_traces(record_at(8), 8, record_at(16), 16, {2, 32});
+  const auto sr = plan_symbolic(st);
+  REQUIRE_FALSE(prove(sr.problem, sr.placement).has_value());
+  for (std::int64_t batch : {2, 5, 12, 31, 32}) {
+    CAPTURE(batch);
+    const auto m = model_at(batch);
+    auto plan = std::make_shared<const replay_plan>(replay_plan_at(sr, batch));
+    CHECK(plan->arena == sr.slab);
+    replaying_resource<> mem(plan);
+    ad::eager_runner eager(m.step);
+    test::pmr_runner run(m.step);
+    for (int step = 0; step < 2; ++step) {
+      eager.run();
+      mem.begin_run();
+      run.run(mem, program_order(m.step));
+      (void)run.release_outputs(mem);
+      CHECK(ad::read_state(m.step, run) == ad::read_state(m.step, eager));
+    }
+    CHECK(mem.stats().divergent_runs == 0);
+    CHECK(mem.stats().hits == 2 * plan->planned);
+    const auto per_batch = plan_trace(instantiate(st, batch));
+    MESSAGE("batch " << batch << ": symbolic arena " << arena_at(sr.problem, sr.placement, batch) << " B, per-batch plan " << per_batch.arena << " B");
+  }
 }

@@ -74,6 +74,7 @@ inline replay_plan make_replay_plan(const allocation_trace& t, const trace_probl
   std::vector<std::pair<std::int64_t, std::int32_t>> ends;  // (free event, allocation)
   for (std::size_t b = 0; b < tp.allocation.size(); ++b) {
     const auto a = static_cast<std::size_t>(tp.allocation[b]);
+    if (t.allocations[a].size == 0) continue;  // empty: upstream (it could share an offset with a live one)
     auto& e = rp.entries[a];
     e.offset = pl.offsets[b];
     e.alignment = std::max(e.alignment, effective_alignment(tp.problem, tp.problem.buffers[b]));
