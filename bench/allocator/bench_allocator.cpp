@@ -13,7 +13,9 @@
 // Allocators, side by side in one process (the same threads, the same trace):
 //   memplan            replaying_resource: the trace placed once by place::default_placer (0.8 s at most;
 //                      MemoMalloc §3.2 uses greedy_by_size, within a few % of it here),
-//                      one slab per thread, allocation i at slab + offset[i]
+//                      one slab per thread (runtime/slab_backend.hpp: 2 MiB aligned, transparent huge
+//                      pages advised, pre-faulted), allocation i at slab + offset[i]
+//   memplan_4k_pages   the same on host_backend's plain aligned allocation (4 KiB pages)
 //   glibc              aligned_alloc / free
 //   jemalloc, tcmalloc, mimalloc   dlopen'ed when installed (Debian: libjemalloc2, libtcmalloc-minimal4,
 //                      libmimalloc2.0), skipped with a message otherwise: mallocx/sdallocx,
@@ -64,6 +66,7 @@
 #include <memplan/place/online/caching_allocator.hpp>
 #include <memplan/runtime/plan_replay.hpp>
 #include <memplan/runtime/replay.hpp>
+#include <memplan/runtime/slab_backend.hpp>
 #include <memplan/runtime/symbolic.hpp>
 #include <memplan/schedule/given.hpp>
 
@@ -207,32 +210,39 @@ struct pmr_alloc final : thread_allocator {
   std::shared_ptr<Pool> pool;
 };
 
+template <class Backend>
 struct memplan_alloc final : thread_allocator {
-  explicit memplan_alloc(std::shared_ptr<const runtime::replay_plan> plan) : mem(std::move(plan)) {}
+  memplan_alloc(std::shared_ptr<const runtime::replay_plan> plan, Backend b) : mem(std::move(plan), std::pmr::new_delete_resource(), {}, b) {}
   void* allocate(std::size_t bytes) override { return mem.allocate(bytes, align64); }
   void deallocate(void* p, std::size_t bytes) override { mem.deallocate(p, bytes, align64); }
   void begin_step() override { mem.begin_run(); }
-  runtime::replaying_resource<> mem;
+  runtime::replaying_resource<Backend> mem;
 };
 
 std::vector<allocator_kind> allocator_kinds() {
   std::vector<allocator_kind> k;
-  k.push_back({"memplan",
-               [](const workload& w, int threads) {
-                 auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(w.trace, place::default_placer{}));
-                 std::vector<std::shared_ptr<thread_allocator>> v;
-                 for (int t = 0; t < threads; ++t) v.push_back(std::make_shared<memplan_alloc>(plan));
-                 return v;
-               },
-               [](const std::vector<std::shared_ptr<thread_allocator>>& v) -> std::optional<std::int64_t> {
-                 std::int64_t r = 0;
-                 for (const auto& a : v) {
-                   const auto& m = static_cast<const memplan_alloc&>(*a).mem;
-                   if (m.stats().misses > 0) std::fprintf(stderr, "memplan: %lld misses (%s)\n", static_cast<long long>(m.stats().misses), m.stats().reason.c_str());
-                   r += m.reserved_bytes();
-                 }
-                 return r;
-               }});
+  auto memplan_kind = [](std::string name, auto backend) {
+    using B = decltype(backend);
+    return allocator_kind{std::move(name),
+                          [backend](const workload& w, int threads) {
+                            auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(w.trace, place::default_placer{}));
+                            std::vector<std::shared_ptr<thread_allocator>> v;
+                            for (int t = 0; t < threads; ++t) v.push_back(std::make_shared<memplan_alloc<B>>(plan, backend));
+                            return v;
+                          },
+                          [](const std::vector<std::shared_ptr<thread_allocator>>& v) -> std::optional<std::int64_t> {
+                            std::int64_t r = 0;
+                            for (const auto& a : v) {
+                              const auto& m = static_cast<const memplan_alloc<B>&>(*a).mem;
+                              if (m.stats().misses > 0)
+                                std::fprintf(stderr, "memplan: %lld misses (%s)\n", static_cast<long long>(m.stats().misses), m.stats().reason.c_str());
+                              r += m.reserved_bytes();
+                            }
+                            return r;
+                          }};
+  };
+  k.push_back(memplan_kind("memplan", runtime::slab_host_backend{}));
+  k.push_back(memplan_kind("memplan_4k_pages", runtime::host_backend{}));
   auto simple = [](std::string name, std::function<std::shared_ptr<thread_allocator>()> one) {
     return allocator_kind{std::move(name),
                           [one](const workload&, int threads) {

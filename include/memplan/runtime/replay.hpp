@@ -34,6 +34,7 @@
 #include <memplan/core/buffer.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/arena.hpp>
+#include <memplan/runtime/slab_backend.hpp>
 #include <memplan/runtime/trace.hpp>
 
 namespace memplan::runtime {
@@ -176,7 +177,9 @@ class offset_table {
 };
 }  // namespace detail
 
-template <memory_backend Backend = host_backend>
+// Backend: where the slab lives (slab_host_backend: huge pages, pre-faulted; host_backend; cuda_backend
+// from runtime/cuda.hpp for device memory -- then the pointers it returns are device pointers).
+template <memory_backend Backend = slab_host_backend>
 class replaying_resource final : public std::pmr::memory_resource {
  public:
   explicit replaying_resource(std::shared_ptr<const replay_plan> plan, std::pmr::memory_resource* upstream = std::pmr::new_delete_resource(),
