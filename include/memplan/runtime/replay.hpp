@@ -37,7 +37,33 @@
 #include <memplan/runtime/slab_backend.hpp>
 #include <memplan/runtime/trace.hpp>
 
+// Under AddressSanitizer the slab's free bytes are poisoned: a use after free of slab memory, or a
+// read past the end of a slab allocation into its neighbour, is reported like one of heap memory.
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMPLAN_SLAB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEMPLAN_SLAB_ASAN 1
+#endif
+#endif
+#if defined(MEMPLAN_SLAB_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace memplan::runtime {
+
+namespace detail {
+inline void slab_poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
+#if defined(MEMPLAN_SLAB_ASAN)
+  ASAN_POISON_MEMORY_REGION(p, n);
+#endif
+}
+inline void slab_unpoison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
+#if defined(MEMPLAN_SLAB_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+}
+}  // namespace detail
 
 // What the replay does with the i-th allocation request of a run.
 struct replay_entry {
@@ -191,8 +217,10 @@ class replaying_resource final : public std::pmr::memory_resource {
     entries_ = plan_->entries.data();
     count_ = plan_->entries.size();
     freed_.assign(static_cast<std::size_t>(plan_->planned), 0);
+    detail::slab_poison(slab_.data(), static_cast<std::size_t>(slab_.size()));
     begin_run();
   }
+  ~replaying_resource() override { detail::slab_unpoison(slab_.data(), static_cast<std::size_t>(slab_.size())); }
   replaying_resource(const replaying_resource&) = delete;
   replaying_resource& operator=(const replaying_resource&) = delete;
 
@@ -234,6 +262,7 @@ class replaying_resource final : public std::pmr::memory_resource {
               ++live_;
               ++stats_.hits;
               live_table_.insert(e.offset, e.free_rank);
+              detail::slab_unpoison(slab_.data() + e.offset, bytes);
               return slab_.data() + e.offset;
             }
             diverge("allocation " + std::to_string(next_) + " comes before " + std::to_string(e.frees_before - done_) +
@@ -265,6 +294,7 @@ class replaying_resource final : public std::pmr::memory_resource {
       ++stats_.bad_frees;
       return;
     }
+    detail::slab_poison(p, bytes);
     --live_;
     if (diverged_) return;
     freed_[static_cast<std::size_t>(rank)] = 1;
