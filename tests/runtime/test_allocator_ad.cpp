@@ -14,11 +14,14 @@
 #include <memplan/ad/models/mlp.hpp>
 #include <memplan/ad/optimizers.hpp>
 #include <memplan/ad/run_plan.hpp>
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/analysis.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/plan_replay.hpp>
 #include <memplan/runtime/replay.hpp>
 #include <memplan/runtime/symbolic.hpp>
+#include <memplan/runtime/trace_graph.hpp>
 #include <memplan/runtime/trace.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
@@ -159,5 +162,28 @@ TEST_CASE("recorded at batches 8 and 16, one symbolic plan replays a training st
     CHECK(mem.stats().hits == 2 * plan->planned);
     const auto per_batch = plan_trace(instantiate(st, batch));
     MESSAGE("batch " << batch << ": symbolic arena " << arena_at(sr.problem, sr.placement, batch) << " B, per-batch plan " << per_batch.arena << " B");
+  }
+}
+
+TEST_CASE("a scoped trace becomes a dataflow graph whose given order has the trace's live peak") {
+  for (const auto& m : models()) {
+    CAPTURE(m.step.name);
+    test::pmr_runner run(m.step);
+    recording_resource rec;
+    run.run(rec, program_order(m.step));
+    (void)run.release_outputs(rec);
+    const auto trace = rec.take();
+    CHECK(trace.scopes.size() == m.step.nodes.size());
+    const auto g = to_dataflow_graph(trace, m.step.name);
+    const auto prob = make_problem(g);
+    CHECK(prob.num_ops() == static_cast<std::int32_t>(m.step.nodes.size()));
+    CHECK(peak_of(prob, given_order(prob)) == live_peak(trace));
+    // The graph is a planning problem like any other: its plan's arena is at least the bound.
+    const auto plan = memplan::plan(prob, schedule::given{} | place::greedy_by_size{}, {.alignment = 64});
+    CHECK(plan.arena >= plan.stats.lower_bound);
+    // And the trace of running that plan is the recorded one, allocation for allocation.
+    const auto again = allocations_of(prob, plan).trace;
+    REQUIRE(again.allocations.size() == trace.allocations.size());
+    for (std::size_t i = 0; i < trace.allocations.size(); ++i) CHECK(again.allocations[i].size == trace.allocations[i].size);
   }
 }

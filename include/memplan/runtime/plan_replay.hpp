@@ -51,7 +51,7 @@ inline plan_allocations allocations_of(const problem& p, const timeline& tl) {
   std::vector<std::int32_t> pending;  // allocated materializations not freed yet (and not escaping)
   auto allocate = [&](std::int64_t size, std::int64_t offset, std::int32_t mat, std::int32_t step, std::string tag) {
     const auto id = static_cast<std::int32_t>(tr.allocations.size());
-    tr.allocations.push_back({size, alignment, tr.events++, never_freed, std::move(tag)});
+    tr.allocations.push_back({size, alignment, tr.events++, never_freed, std::move(tag), static_cast<std::int32_t>(tr.scopes.size()) - 1, -1});
     out.offsets.push_back(offset);
     out.mat.push_back(mat);
     out.step.push_back(step);
@@ -62,6 +62,7 @@ inline plan_allocations allocations_of(const problem& p, const timeline& tl) {
     const auto& st = tl.steps[si];
     const auto step = static_cast<std::int32_t>(si);
     std::int32_t next = st.mat;
+    if (runs_op(st.kind)) tr.scopes.push_back(p.op_name(st.op()));  // each op step is one scope
     step_creations(p, st, on_device, [&](storage_id s, tensor_id t) {
       const auto m = next++;
       const auto& mm = tl.mats[static_cast<std::size_t>(m)];
@@ -74,13 +75,16 @@ inline plan_allocations allocations_of(const problem& p, const timeline& tl) {
     if (ws > 0) {
       const auto w = allocate(ws, st.workspace_offset, no_id, step, p.op_name(st.op()) + ".workspace");
       tr.allocations[static_cast<std::size_t>(w)].end = tr.events++;
+      tr.allocations[static_cast<std::size_t>(w)].free_scope = static_cast<std::int32_t>(tr.scopes.size()) - 1;
     }
     // Free what this op used last (materializations whose last tick is this one, or earlier for an
     // output nothing reads), lowest index first.
     std::sort(pending.begin(), pending.end());
     std::erase_if(pending, [&](std::int32_t m) {
       if (tl.mats[static_cast<std::size_t>(m)].last > tick) return false;
-      tr.allocations[static_cast<std::size_t>(alloc_of_mat[static_cast<std::size_t>(m)])].end = tr.events++;
+      auto& r = tr.allocations[static_cast<std::size_t>(alloc_of_mat[static_cast<std::size_t>(m)])];
+      r.end = tr.events++;
+      r.free_scope = static_cast<std::int32_t>(tr.scopes.size()) - 1;
       return true;
     });
     ++tick;

@@ -42,6 +42,8 @@ struct allocation_record {
   std::int64_t begin = 0;           // event index of the allocation
   std::int64_t end = never_freed;   // event index of its free; never_freed: it escapes the trace
   std::string tag;                  // the op / tensor it serves ("" when untagged)
+  std::int32_t scope = -1;          // the scope (operator instance) active at the allocation, -1: none
+  std::int32_t free_scope = -1;     // the scope active at its free (the op that used it last)
 
   [[nodiscard]] bool freed() const noexcept { return end >= 0; }
 };
@@ -56,6 +58,7 @@ struct view_record {
 struct allocation_trace {
   std::vector<allocation_record> allocations;  // in allocation order: allocation i is the i-th request
   std::vector<view_record> views;
+  std::vector<std::string> scopes;             // operator instances in the order they began (set_scope)
   std::int64_t events = 0;                     // allocations + frees recorded
 
   // Allocations a replay serves from its slab: non-empty and freed within the trace. Empty ones and
@@ -118,9 +121,14 @@ class recording_resource final : public std::pmr::memory_resource {
   using std::pmr::memory_resource::allocate;
   using std::pmr::memory_resource::deallocate;
 
-  // The tag the next untagged allocations get (e.g. set to the op's name before it runs: MemoMalloc's
-  // auxiliary stack of the operator in whose scope an allocation is made, §3.1).
-  void set_scope(std::string_view tag) { scope_ = tag; }
+  // Begins the scope of an operator (e.g. its name, before it runs: MemoMalloc's auxiliary stack of the
+  // operator in whose scope an allocation is made, §3.1). Untagged allocations get its name as tag;
+  // every allocation and free records the scope instance it happened in (trace_graph.hpp turns scopes
+  // into ops). Each call begins a new instance, also under a name seen before.
+  void set_scope(std::string_view name) {
+    scope_ = name;
+    trace_.scopes.emplace_back(name);
+  }
 
   // The live allocation containing p (a view or interior pointer resolves to its base), or -1.
   [[nodiscard]] std::int32_t owner(const void* p) const {
@@ -146,6 +154,7 @@ class recording_resource final : public std::pmr::memory_resource {
   // Takes the trace out and starts a new one (allocations still live are forgotten: they escape).
   allocation_trace take() {
     live_.clear();
+    scope_.clear();
     return std::exchange(trace_, {});
   }
 
@@ -167,12 +176,15 @@ class recording_resource final : public std::pmr::memory_resource {
   void record(void* p, std::size_t bytes, std::size_t alignment, std::string_view tag) {
     const auto id = static_cast<std::int32_t>(trace_.allocations.size());
     trace_.allocations.push_back({static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(alignment), trace_.events++,
-                                  never_freed, std::string(tag)});
+                                  never_freed, std::string(tag), current_scope(), -1});
     // Zero-byte allocations may share an address with a live one; only non-empty ones are keyed.
     if (bytes > 0) live_[address(p)] = id;
   }
+  [[nodiscard]] std::int32_t current_scope() const noexcept { return static_cast<std::int32_t>(trace_.scopes.size()) - 1; }
   void end(std::map<std::uintptr_t, std::int32_t>::iterator it) {
-    trace_.allocations[static_cast<std::size_t>(it->second)].end = trace_.events++;
+    auto& r = trace_.allocations[static_cast<std::size_t>(it->second)];
+    r.end = trace_.events++;
+    r.free_scope = current_scope();
     live_.erase(it);
   }
 
