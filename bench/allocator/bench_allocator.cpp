@@ -16,6 +16,8 @@
 //                      one slab per thread (runtime/slab_backend.hpp: 2 MiB aligned, transparent huge
 //                      pages advised, pre-faulted), allocation i at slab + offset[i]
 //   memplan_4k_pages   the same on host_backend's plain aligned allocation (4 KiB pages)
+//   harness_floor      not an allocator: the plan's pointers in trace order, no checks, no bookkeeping --
+//                      the cost of the harness itself (virtual call, trace walk), for reading ns/pair
 //   glibc              aligned_alloc / free
 //   jemalloc, tcmalloc, mimalloc   dlopen'ed when installed (Debian: libjemalloc2, libtcmalloc-minimal4,
 //                      libmimalloc2.0), skipped with a message otherwise: mallocx/sdallocx,
@@ -219,6 +221,25 @@ struct memplan_alloc final : thread_allocator {
   runtime::replaying_resource<Backend> mem;
 };
 
+struct floor_alloc final : thread_allocator {
+  explicit floor_alloc(std::shared_ptr<const runtime::replay_plan> p) : plan(std::move(p)), slab(plan->arena, 64) {
+    for (const auto& e : plan->entries) ptr.push_back(e.planned() ? slab.data() + e.offset : nullptr);
+  }
+  void* allocate(std::size_t bytes) override {
+    void* p = ptr[next++];
+    return p ? p : ::operator new(bytes ? bytes : 1, std::align_val_t(align64));
+  }
+  void deallocate(void* p, std::size_t) override {
+    const auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(slab.data());
+    if (a < b || a - b >= static_cast<std::uintptr_t>(slab.size())) ::operator delete(p, std::align_val_t(align64));
+  }
+  void begin_step() override { next = 0; }
+  std::shared_ptr<const runtime::replay_plan> plan;
+  runtime::arena<runtime::slab_host_backend> slab;
+  std::vector<std::byte*> ptr;
+  std::size_t next = 0;
+};
+
 std::vector<allocator_kind> allocator_kinds() {
   std::vector<allocator_kind> k;
   auto memplan_kind = [](std::string name, auto backend) {
@@ -242,6 +263,16 @@ std::vector<allocator_kind> allocator_kinds() {
                           }};
   };
   k.push_back(memplan_kind("memplan", runtime::slab_host_backend{}));
+  // The harness's own cost: the plan's pointers handed out in trace order with no check and no
+  // bookkeeping at all (not an allocator: valid only because the trace repeats exactly).
+  k.push_back({"harness_floor",
+               [](const workload& w, int threads) {
+                 auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(w.trace, place::default_placer{}));
+                 std::vector<std::shared_ptr<thread_allocator>> v;
+                 for (int t = 0; t < threads; ++t) v.push_back(std::make_shared<floor_alloc>(plan));
+                 return v;
+               },
+               [](const auto&) -> std::optional<std::int64_t> { return std::nullopt; }});
   k.push_back(memplan_kind("memplan_4k_pages", runtime::host_backend{}));
   auto simple = [](std::string name, std::function<std::shared_ptr<thread_allocator>()> one) {
     return allocator_kind{std::move(name),
@@ -477,7 +508,10 @@ int main(int argc, char** argv) {
       std::string best_name;
       for (std::size_t k = 0; k < kinds.size(); ++k)
         if (kinds[k].name == "glibc" || kinds[k].name == "jemalloc" || kinds[k].name == "mimalloc" || kinds[k].name == "tcmalloc") {
-          if (median(pair_ns[k]) < best_ns) { best_ns = median(pair_ns[k]); best_name = kinds[k].name; }
+          if (median(pair_ns[k]) < best_ns) {
+            best_ns = median(pair_ns[k]);
+            best_name = kinds[k].name;
+          }
           best_step = std::min(best_step, median(step_s[k]));
         }
       std::printf("  memplan: %.2fx faster per pair than the best general allocator (%s), step %.3fx of the best\n", best_ns / median(pair_ns[0]),
