@@ -28,6 +28,7 @@
 #include <memory>
 #include <memory_resource>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <memplan/base/error.hpp>
@@ -217,10 +218,12 @@ class replaying_resource final : public std::pmr::memory_resource {
     entries_ = plan_->entries.data();
     count_ = plan_->entries.size();
     freed_.assign(static_cast<std::size_t>(plan_->planned), 0);
-    detail::slab_poison(slab_.data(), static_cast<std::size_t>(slab_.size()));
+    if constexpr (host_slab) detail::slab_poison(slab_.data(), static_cast<std::size_t>(slab_.size()));
     begin_run();
   }
-  ~replaying_resource() override { detail::slab_unpoison(slab_.data(), static_cast<std::size_t>(slab_.size())); }
+  ~replaying_resource() override {
+    if constexpr (host_slab) detail::slab_unpoison(slab_.data(), static_cast<std::size_t>(slab_.size()));
+  }
   replaying_resource(const replaying_resource&) = delete;
   replaying_resource& operator=(const replaying_resource&) = delete;
 
@@ -250,6 +253,9 @@ class replaying_resource final : public std::pmr::memory_resource {
   }
 
  private:
+  // Host memory is poisoned for ASan; device memory (cuda_backend) is not the host's to poison.
+  static constexpr bool host_slab = std::is_base_of_v<host_backend, Backend>;
+
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (next_ == count_ && opt_.cyclic && live_ == 0 && !diverged_) begin_run();
     if (!diverged_) {
@@ -262,7 +268,7 @@ class replaying_resource final : public std::pmr::memory_resource {
               ++live_;
               ++stats_.hits;
               live_table_.insert(e.offset, e.free_rank);
-              detail::slab_unpoison(slab_.data() + e.offset, bytes);
+              if constexpr (host_slab) detail::slab_unpoison(slab_.data() + e.offset, bytes);
               return slab_.data() + e.offset;
             }
             diverge("allocation " + std::to_string(next_) + " comes before " + std::to_string(e.frees_before - done_) +
@@ -294,7 +300,7 @@ class replaying_resource final : public std::pmr::memory_resource {
       ++stats_.bad_frees;
       return;
     }
-    detail::slab_poison(p, bytes);
+    if constexpr (host_slab) detail::slab_poison(p, bytes);
     --live_;
     if (diverged_) return;
     freed_[static_cast<std::size_t>(rank)] = 1;
