@@ -1,7 +1,7 @@
 // Record a program's allocations once, plan them, replay them from one slab (MemoMalloc with memplan):
 //
 //   1. run the program under a recording_resource   -> an allocation trace (sizes, order, lifetimes, tags)
-//   2. plan_trace(trace)                            -> one offset per allocation in one slab (greedy_by_size)
+//   2. plan_trace(trace, greedy_by_size)            -> one offset per allocation in one slab
 //   3. run it again under a replaying_resource      -> allocation i is slab + offset[i], O(1), no locks
 //   4. a run that differs (another size)            -> detected, the rest of the run goes to new/delete
 //
@@ -12,6 +12,7 @@
 #include <memory_resource>
 #include <vector>
 
+#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/replay.hpp>
 #include <memplan/runtime/trace.hpp>
 
@@ -55,7 +56,7 @@ int main() {
     std::printf("  %6lld B  live over events [%lld, %lld)\n", static_cast<long long>(a.size), static_cast<long long>(a.begin), static_cast<long long>(a.end));
 
   // 2. Plan: one offset per allocation; the slab is the placement's arena.
-  auto plan = std::make_shared<const replay_plan>(plan_trace(trace));
+  auto plan = std::make_shared<const replay_plan>(plan_trace(trace, memplan::place::greedy_by_size{}));
   std::printf("plan: slab %lld B (%s), %d planned allocations\n", static_cast<long long>(plan->arena), plan->placer.c_str(), plan->planned);
 
   // 3. Replay: the same program, every allocation from the slab.

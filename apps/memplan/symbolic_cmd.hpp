@@ -57,7 +57,7 @@ inline int run_symbolic(const symbolic_args& a) {
   std::int64_t exact = 0;
   for (std::size_t i = 0; i < st.sizes.size(); ++i)
     exact += st.sizes[i].at(b1) == t1.allocations[i].size && st.sizes[i].at(b2) == t2.allocations[i].size;
-  const auto sr = runtime::plan_symbolic(st);
+  const auto sr = runtime::plan_symbolic(st, place::greedy_by_size{});
   const auto proof = runtime::prove(sr.problem, sr.placement);
   std::printf("allocations: %zu (%lld with exactly affine sizes), planned buffers: %zu, batch range [%lld, %lld]\n", st.sizes.size(),
               static_cast<long long>(exact), sr.problem.buffers.size(), static_cast<long long>(range.min), static_cast<long long>(range.max));

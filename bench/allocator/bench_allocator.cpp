@@ -406,7 +406,7 @@ void symbolic_report(const std::vector<std::string>& graphs) {
         const bool ok = st.sizes[i].at(1) == w1.trace.allocations[i].size && st.sizes[i].at(32) == w32.trace.allocations[i].size;
         (ok ? exact : rounded) += 1;
       }
-      const auto sr = runtime::plan_symbolic(st);
+      const auto sr = runtime::plan_symbolic(st, place::greedy_by_size{});
       if (auto bad = runtime::prove(sr.problem, sr.placement)) std::printf("%s: NOT PROVED: %s\n", name.c_str(), bad->c_str());
       for (std::int64_t b : {1, 2, 4, 8, 16, 32}) {
         if (auto bad = runtime::check_at(sr.problem, sr.placement, b)) std::printf("%s: referee: %s\n", name.c_str(), bad->c_str());

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <memplan/place/best_fit.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/place/lower_bound.hpp>
 #include <memplan/runtime/replay.hpp>
 #include <memplan/runtime/trace.hpp>
 
@@ -99,7 +101,7 @@ TEST_CASE("replaying the recorded program serves every planned allocation from t
   for (int trial = 0; trial < 40; ++trial) {
     const auto s = random_script(rng, 30 + trial * 5);
     const auto t = record(s);
-    auto plan = std::make_shared<const replay_plan>(plan_trace(t));
+    auto plan = std::make_shared<const replay_plan>(plan_trace(t, place::greedy_by_size{}));
     CHECK(plan->planned == planned_count(t));
     replaying_resource<> mem(plan);
     CHECK(mem.reserved_bytes() == plan->arena);
@@ -191,7 +193,7 @@ TEST_CASE("divergent runs fall back to upstream and never hand out overlapping l
   for (int trial = 0; trial < 60; ++trial) {
     const auto s = random_script(rng, 60);
     const auto t = record(s);
-    auto plan = std::make_shared<const replay_plan>(plan_trace(t));
+    auto plan = std::make_shared<const replay_plan>(plan_trace(t, place::greedy_by_size{}));
     replaying_resource<> mem(plan);
     for (int k = 0; k < 6; ++k) {
       script v;
@@ -233,7 +235,7 @@ TEST_CASE("a run that starts while slab memory is still live starts divergent") 
   std::mt19937_64 rng(4);
   const auto s = random_script(rng, 20, 1024, 0.0);
   const auto t = record(s);
-  replaying_resource<> mem(std::make_shared<const replay_plan>(plan_trace(t)));
+  replaying_resource<> mem(std::make_shared<const replay_plan>(plan_trace(t, place::greedy_by_size{})));
   void* p = mem.allocate(static_cast<std::size_t>(t.allocations[0].size), static_cast<std::size_t>(t.allocations[0].alignment));
   if (t.allocations[0].size > 0) CHECK(mem.owns(p));
   mem.begin_run();
@@ -249,7 +251,7 @@ TEST_CASE("a run that starts while slab memory is still live starts divergent") 
 TEST_CASE("threads replay one shared plan, each with its own slab, without locks") {
   std::mt19937_64 rng(5);
   const auto s = random_script(rng, 300);
-  const auto plan = std::make_shared<const replay_plan>(plan_trace(record(s)));
+  const auto plan = std::make_shared<const replay_plan>(plan_trace(record(s), place::greedy_by_size{}));
   std::vector<replay_stats> stats(4);
   std::vector<std::thread> threads;
   for (std::size_t k = 0; k < stats.size(); ++k)

@@ -58,7 +58,7 @@ TEST_CASE("record -> plan -> replay trains bitwise like the eager runner") {
     const auto trace = rec.take();
     REQUIRE(!trace.allocations.empty());
     CHECK(!trace.allocations[0].tag.empty());  // tagged with the node that allocated it
-    auto plan = std::make_shared<const replay_plan>(plan_trace(trace));
+    auto plan = std::make_shared<const replay_plan>(plan_trace(trace, place::greedy_by_size{}));
     replaying_resource<> mem(plan);
     eager.run();  // the recorded step, for the reference
     for (int step = 0; step < 3; ++step) {
@@ -117,7 +117,7 @@ TEST_CASE("a run at another batch size diverges, falls back to upstream, and com
   recording_resource rec;
   rec_run.run(rec, program_order(small.step));
   (void)rec_run.release_outputs(rec);
-  replaying_resource<> mem(std::make_shared<const replay_plan>(plan_trace(rec.take())));
+  replaying_resource<> mem(std::make_shared<const replay_plan>(plan_trace(rec.take(), place::greedy_by_size{})));
   ad::eager_runner eager(big.step);
   test::pmr_runner run(big.step);
   eager.run();
@@ -141,7 +141,7 @@ TEST_CASE("recorded at batches 8 and 16, one symbolic plan replays a training st
     return rec.take();
   };
   const auto st = fit_traces(record_at(8), 8, record_at(16), 16, {2, 32});
-  const auto sr = plan_symbolic(st);
+  const auto sr = plan_symbolic(st, place::greedy_by_size{});
   REQUIRE_FALSE(prove(sr.problem, sr.placement).has_value());
   for (std::int64_t batch : {2, 5, 12, 31, 32}) {
     CAPTURE(batch);
@@ -160,7 +160,7 @@ TEST_CASE("recorded at batches 8 and 16, one symbolic plan replays a training st
     }
     CHECK(mem.stats().divergent_runs == 0);
     CHECK(mem.stats().hits == 2 * plan->planned);
-    const auto per_batch = plan_trace(instantiate(st, batch));
+    const auto per_batch = plan_trace(instantiate(st, batch), place::greedy_by_size{});
     MESSAGE("batch " << batch << ": symbolic arena " << arena_at(sr.problem, sr.placement, batch) << " B, per-batch plan " << per_batch.arena << " B");
   }
 }

@@ -8,6 +8,7 @@
 #include <memplan/graph/dataflow_graph.hpp>
 #include <memplan/runtime/cuda.hpp>
 #include <memplan/runtime/executor.hpp>
+#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/replay.hpp>
 #include <memplan/runtime/trace.hpp>
 #include <memplan/schedule/given.hpp>
@@ -63,7 +64,7 @@ TEST_CASE("cuda backend: a replaying resource serves a recorded trace from one d
   void* c = rec.allocate(4096, 256);
   rec.deallocate(b, 8192, 256);
   rec.deallocate(c, 4096, 256);
-  auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(rec.take()));
+  auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(rec.take(), place::greedy_by_size{}));
   runtime::replaying_resource<runtime::cuda_backend> mem(plan);
   for (int run = 0; run < 2; ++run) {
     auto* da = static_cast<std::byte*>(mem.allocate(4096, 256));

@@ -48,7 +48,7 @@ TEST_CASE("symbolic placements are proved over the range and pass the referee at
   for (int trial = 0; trial < 60; ++trial) {
     const batch_range range{1 + static_cast<std::int64_t>(rng() % 4), 8 + static_cast<std::int64_t>(rng() % 40)};
     const auto sp = random_symbolic(rng, 10 + trial, range, trial % 2 ? 64 : 1);
-    const auto pl = trial % 3 ? place_symbolic(sp) : place_symbolic(sp, place::best_fit{});
+    const auto pl = trial % 3 ? place_symbolic(sp, place::greedy_by_size{}) : place_symbolic(sp, place::best_fit{});
     REQUIRE_FALSE(prove(sp, pl).has_value());
     for (auto batch = range.min; batch <= range.max; ++batch) {
       const auto bad = check_at(sp, pl, batch);
@@ -63,7 +63,7 @@ TEST_CASE("symbolic placements are proved over the range and pass the referee at
 TEST_CASE("at a single batch the symbolic placement is the concrete one pushed down") {
   std::mt19937_64 rng(12);
   const auto sp = random_symbolic(rng, 80, {16, 16}, 64);
-  const auto pl = place_symbolic(sp);
+  const auto pl = place_symbolic(sp, place::greedy_by_size{});
   const auto concrete = place::greedy_by_size{}.place(instantiate(sp, 16));
   CHECK(arena_at(sp, pl, 16) <= concrete.arena);
 }

@@ -3,7 +3,7 @@
 // allocation of a run served at `slab + offset[i]`, frees in O(1), no locks, no caching.
 //
 //   auto trace = recorder.take();                                  // runtime/trace.hpp
-//   auto plan  = std::make_shared<const replay_plan>(plan_trace(trace));   // greedy_by_size, §3.2
+//   auto plan  = std::make_shared<const replay_plan>(plan_trace(trace, place::greedy_by_size{}));  // §3.2
 //   replaying_resource<> mem(plan);                                 // one per thread
 //   ... the program allocates through &mem ...; mem.begin_run(); ... next iteration ...
 //
@@ -33,7 +33,6 @@
 
 #include <memplan/base/error.hpp>
 #include <memplan/core/buffer.hpp>
-#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/arena.hpp>
 #include <memplan/runtime/slab_backend.hpp>
 #include <memplan/runtime/trace.hpp>
@@ -122,10 +121,11 @@ inline replay_plan make_replay_plan(const allocation_trace& t, const trace_probl
   return rp;
 }
 
-// Record → plan in one call: the trace's buffer problem placed by `placer` (MemoMalloc §3.2 defaults to
-// greedy_by_size, near optimal and fast enough to run before every pass).
-template <buffer_placer Placer = place::greedy_by_size>
-replay_plan plan_trace(const allocation_trace& t, const Placer& placer = {}, std::int64_t alignment = 64) {
+// Record → plan in one call: the trace's buffer problem placed by `placer`, any buffer placer of place/
+// (MemoMalloc §3.2 uses greedy_by_size, near optimal and fast enough to run before every pass). The
+// placer is an argument so that runtime/ depends on core/ only.
+template <buffer_placer Placer>
+replay_plan plan_trace(const allocation_trace& t, const Placer& placer, std::int64_t alignment = 64) {
   const auto tp = to_buffer_problem(t, alignment);
   return make_replay_plan(t, tp, placer.place(tp.problem));
 }

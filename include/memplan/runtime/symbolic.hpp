@@ -26,7 +26,6 @@
 
 #include <memplan/base/error.hpp>
 #include <memplan/core/buffer.hpp>
-#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/runtime/replay.hpp>
 #include <memplan/runtime/trace.hpp>
 
@@ -192,8 +191,8 @@ inline std::vector<std::size_t> address_order(const buffer_placement& pl) {
 
 // One plan for the whole batch range: the address orders of `placer` at the largest and at the smallest
 // batch are both stacked; the one with the smaller arenas (at max, then at min) is kept.
-template <buffer_placer Placer = place::greedy_by_size>
-symbolic_placement place_symbolic(const symbolic_problem& sp, const Placer& placer = {}) {
+template <buffer_placer Placer>
+symbolic_placement place_symbolic(const symbolic_problem& sp, const Placer& placer) {
   validate(sp);
   symbolic_placement best;
   std::int64_t best_hi = -1, best_lo = -1;
@@ -291,8 +290,8 @@ struct symbolic_replay {
   std::int64_t slab = 0;                 // the largest arena over the range (at one of its ends)
 };
 
-template <buffer_placer Placer = place::greedy_by_size>
-symbolic_replay plan_symbolic(const symbolic_trace& st, const Placer& placer = {}, std::int64_t alignment = 64) {
+template <buffer_placer Placer>
+symbolic_replay plan_symbolic(const symbolic_trace& st, const Placer& placer, std::int64_t alignment = 64) {
   symbolic_replay sr;
   sr.trace = st;
   sr.problem.alignment = alignment;
