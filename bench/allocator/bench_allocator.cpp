@@ -2,7 +2,7 @@
 // purpose allocators on the allocation traces of real training and inference graphs.
 //
 //   memplan_bench_allocator [--graph FILE]... [--threads 1,2] [--iterations N] [--repeats R]
-//                           [--no-touch] [--no-symbolic] [--report-json OUT]
+//                           [--no-touch] [--no-symbolic] [--min-pairs P] [--report-json OUT]
 //
 // Workload. Each graph (a memplan JSON export, data/models/) is run in its given order the way an eager
 // framework allocates: one allocation per storage when its producer runs (and one per op workspace),
@@ -28,7 +28,7 @@
 //                      no timing (it is a simulator, not an allocator)
 //
 // Measures, per (graph, allocator, threads): ns_per_pair -- wall time of the allocate + free calls alone
-// divided by the allocations each thread made (threads run concurrently: it is the time per pair as
+// (max(N, enough steps for --min-pairs pairs, default 100000) steps) divided by the allocations each thread made (threads run concurrently: it is the time per pair as
 // one thread sees it); step_seconds -- one replayed step with every page of every allocation written
 // once after it is allocated, as a kernel writing its output would (page faults of fresh mappings
 // included); reserved_bytes -- what the allocator holds from the system after the run where it can be
@@ -439,6 +439,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> graphs;
   std::vector<int> threads{1, 2};
   int iterations = 20, repeats = 3;
+  std::int64_t min_pairs = 100000;
   bool touch = true, symbolic = true;
   std::string report;
   for (int i = 1; i < argc; ++i) {
@@ -457,13 +458,14 @@ int main(int argc, char** argv) {
       for (std::string x; std::getline(ss, x, ',');) threads.push_back(std::max(1, std::atoi(x.c_str())));
     } else if (a == "--iterations") iterations = std::max(1, std::atoi(value().c_str()));
     else if (a == "--repeats") repeats = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--min-pairs") min_pairs = std::max(0LL, std::atoll(value().c_str()));
     else if (a == "--report-json") report = value();
     else if (a == "--no-touch") touch = false;
     else if (a == "--no-symbolic") symbolic = false;
     else {
       std::fprintf(stderr,
                    "usage: memplan_bench_allocator [--graph FILE]... [--threads 1,2] [--iterations N] [--repeats R] [--no-touch] "
-                   "[--no-symbolic] [--report-json OUT]\n");
+                   "[--no-symbolic] [--min-pairs N] [--report-json OUT]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -484,7 +486,9 @@ int main(int argc, char** argv) {
       for (int r = 0; r < repeats; ++r)
         for (std::size_t k = 0; k < kinds.size(); ++k) {
           auto as = kinds[k].make(w, nt);
-          pair_ns[k].push_back(run_threads(w, as, iterations, false) * 1e9 / static_cast<double>(iterations * w.allocations));
+          // Enough steps for at least min_pairs allocate + free pairs: a small trace's step is microseconds.
+          const auto pair_iterations = static_cast<int>(std::max<std::int64_t>(iterations, (min_pairs + w.allocations - 1) / std::max<std::int64_t>(1, w.allocations)));
+          pair_ns[k].push_back(run_threads(w, as, pair_iterations, false) * 1e9 / static_cast<double>(pair_iterations * w.allocations));
           if (touch) step_s[k].push_back(run_threads(w, as, std::max(1, iterations / 4), true) / std::max(1, iterations / 4));
           reserved[k] = kinds[k].reserved(as);
         }
