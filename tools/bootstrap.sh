@@ -18,7 +18,8 @@ while [ $# -gt 0 ]; do
 done
 
 pkgs=(cmake ninja-build g++ clang-14 pkg-config zlib1g-dev libeigen3-dev libboost-graph-dev
-      coinor-libcbc-dev doctest-dev nlohmann-json3-dev libcli11-dev python3)
+      coinor-libcbc-dev doctest-dev nlohmann-json3-dev libcli11-dev python3
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)  # allocators bench/allocator compares against (dlopen'ed, optional)
 [ "$with_torch" = 1 ] && pkgs+=(python3-torch python3-torchvision)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,5 +1,5 @@
 // memplan: the command-line front end (docs/cli.md). Subcommands: plan, verify, explain, stats, dot,
-// place, frontier, zoo, completion.
+// place, frontier, zoo, symbolic, completion.
 // Exit codes: 0 ok, 1 invalid plan / infeasible, 2 bad input (unreadable or malformed files, bad
 // options), 3 internal or solver failure. Errors are one line on stderr.
 #include <algorithm>
@@ -35,6 +35,7 @@
 #include "frontier.hpp"
 #include "zoo_cmd.hpp"
 #include "place_csv.hpp"
+#include "symbolic_cmd.hpp"
 #include "policies.hpp"
 
 namespace {
@@ -363,6 +364,17 @@ int main(int argc, char** argv) {
   zoo_cmd->add_option("-o,--output", za.output, "output file (.json or .json.gz; default: standard output)");
   zoo_cmd->footer("Examples:\n  memplan zoo resnet --depth 1001 -o resnet1001.json.gz\n  memplan zoo lstm --steps 128 -o lstm.json");
 
+  cli::symbolic_args sa;
+  auto* sym = app.add_subcommand("symbolic", "One batch-size-symbolic allocation plan from a graph exported at two batch sizes; --batch N instantiates it.");
+  sym->add_option("small", sa.small, "graph at the first batch size (.json or .json.gz)")->required();
+  sym->add_option("large", sa.large, "the same graph at a second batch size")->required();
+  sym->add_option("--batches", sa.batches, "the two files' batch sizes B1,B2 (default: from '-b<N>' in the names)")->delimiter(',');
+  sym->add_option("--range", sa.range, "batch range MIN,MAX the plan must be valid for (default: B1,B2)")->delimiter(',');
+  sym->add_option("--batch", sa.batch, "instantiate the plan at this batch size");
+  sym->add_option("-o,--output", sa.output, "with --batch: write the instantiated placement as CSV (id,lower,upper,size,offset)");
+  sym->footer("Example:\n  memplan symbolic data/models/resnet18-train-b1.json.gz data/models/resnet18-train-b32.json.gz --batch 12 -o b12.csv\n"
+              "Exit codes: 0 proved for the whole range; 1 not proved (a bug: reported); 2 bad input (different graphs).");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -389,6 +401,7 @@ int main(int argc, char** argv) {
     if (*plc) return run_place(pin, pcap, pplacer, ptl, pout);
     if (*fr) return cli::run_frontier(fa);
     if (*zoo_cmd) return cli::run_zoo(za);
+    if (*sym) return cli::run_symbolic(sa);
   } catch (const memplan::error& e) {
     std::cerr << "memplan: " << to_string(e.code()) << ": " << one_line(e.what()) << "\n";
     return exit_code(e.code());

@@ -403,3 +403,28 @@ TEST_CASE("--version snapshot; bash completion lists every subcommand and option
   CHECK(std::system(("bash -n '" + s / "memplan.bash" + "'").c_str()) == 0);
   CHECK(s.run("completion fish").code == 2);
 }
+
+TEST_CASE("symbolic: one plan for a batch range from two exports, proved; --batch N writes a placement the referee accepts") {
+  const std::string b1 = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-infer-b1.json.gz";
+  const std::string b32 = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-infer-b32.json.gz";
+  if (!fs::exists(b1) || !fs::exists(b32)) {
+    MESSAGE("resnet18-infer exports not bundled: skipped");
+    return;
+  }
+  scratch s;
+  auto r = s.run("symbolic '" + b1 + "' '" + b32 + "' --batch 12 -o '" + s / "b12.csv" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "proved for every batch in the range"));
+  CHECK(has(r.out, "batch range [1, 32]"));
+  // The written offsets, pinned, are a valid placement: `place` keeps them and its referee accepts them.
+  r = s.run("place '" + s / "b12.csv" + "'");
+  CHECK(r.code == 0);
+  r = s.run("symbolic '" + b1 + "' '" + b32 + "' --range 1,64");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "64"));
+  r = s.run("symbolic '" + b1 + "' '" + b32 + "' --batch 100");
+  CHECK(r.code == 2);
+  const std::string other = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet50-infer-b32.json.gz";
+  if (fs::exists(other)) CHECK(s.run("symbolic '" + b1 + "' '" + other + "'").code == 2);  // not the same graph
+}

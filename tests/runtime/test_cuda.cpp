@@ -8,6 +8,9 @@
 #include <memplan/graph/dataflow_graph.hpp>
 #include <memplan/runtime/cuda.hpp>
 #include <memplan/runtime/executor.hpp>
+#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/runtime/replay.hpp>
+#include <memplan/runtime/trace.hpp>
 #include <memplan/schedule/given.hpp>
 
 #include "../support/stack_placer.hpp"
@@ -47,4 +50,36 @@ TEST_CASE("cuda backend: arena round trip, poisoning, offload through host stagi
   CHECK(rs.high_water == mp.arena);
   ex.memory().backend().to_host(back.data(), ex.tensor_data(2), 4096);
   CHECK(std::memcmp(h.data(), back.data(), 4096) == 0);
+}
+
+TEST_CASE("cuda backend: a replaying resource serves a recorded trace from one device slab") {
+  if (runtime::cuda_device_count() == 0) {
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  runtime::recording_resource rec;
+  void* a = rec.allocate(4096, 256);
+  void* b = rec.allocate(8192, 256);
+  rec.deallocate(a, 4096, 256);
+  void* c = rec.allocate(4096, 256);
+  rec.deallocate(b, 8192, 256);
+  rec.deallocate(c, 4096, 256);
+  auto plan = std::make_shared<const runtime::replay_plan>(runtime::plan_trace(rec.take(), place::greedy_by_size{}));
+  runtime::replaying_resource<runtime::cuda_backend> mem(plan);
+  for (int run = 0; run < 2; ++run) {
+    auto* da = static_cast<std::byte*>(mem.allocate(4096, 256));
+    auto* db = static_cast<std::byte*>(mem.allocate(8192, 256));
+    CHECK(mem.owns(da));
+    CHECK(mem.owns(db));
+    std::vector<float> h(1024, 2.5f), back(1024);
+    runtime::cuda_backend{}.from_host(da, h.data(), 4096);
+    runtime::cuda_backend{}.to_host(back.data(), da, 4096);
+    CHECK(back == h);
+    mem.deallocate(da, 4096, 256);
+    auto* dc = static_cast<std::byte*>(mem.allocate(4096, 256));
+    mem.deallocate(db, 8192, 256);
+    mem.deallocate(dc, 4096, 256);
+  }
+  CHECK(mem.stats().hits == 6);
+  CHECK(mem.stats().misses == 0);
 }
