@@ -13,6 +13,7 @@
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/plan_json.hpp>
+#include <memplan/offload/combined.hpp>
 #include <memplan/offload/policies.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/schedule/given.hpp>
@@ -263,4 +264,45 @@ TEST_CASE("an offloader without a bandwidth says what is missing; FLOP costs nee
   double cost = 0;
   for (op_id o = 0; o < pf.num_ops(); ++o) cost += pf.cost(o);
   CHECK(mp.makespan == doctest::Approx(cost / 2.0));
+}
+
+TEST_CASE("offload::combined is never slower than offloading alone or recomputing alone at the same target") {
+  int compared = 0, strictly = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto p = make_problem(testing::training_chain(seed, {.layers = 4 + static_cast<int>(seed % 3)}));
+    const auto tl = given_timeline(p);
+    const auto least = least_peak(p);
+    if (least >= tl.peak) continue;
+    for (double f : {0.2, 0.6}) {
+      plan_context c;
+      c.timing.bandwidth = 6.0;
+      c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      CAPTURE(seed);
+      CAPTURE(c.memory_target);
+      const auto off = offload::refined{}.run(p, tl, c);
+      const auto rec = offload::none{}.run(p, remat::default_checkpointer{}.run(p, tl, c), c);
+      const auto both = offload::combined<>{}.run(p, tl, c);
+      CHECK(both.peak <= c.memory_target);
+      CHECK(both.stages.back().name == "combined");
+      for (const auto* alone : {&off, &rec})
+        if (alone->peak <= c.memory_target) {
+          CHECK(both.makespan <= alone->makespan + 1e-9);
+          ++compared;
+          strictly += both.makespan < alone->makespan - 1e-9;
+        }
+      // Placed and verified through the pipeline.
+      plan_context pc;
+      pc.timing = c.timing;
+      pc.budget = c.memory_target;
+      try {
+        const auto mp = plan(p, schedule::given{} | offload::combined<>{} | place::default_placer{}, pc);
+        CHECK(verify(p, mp));
+        CHECK(mp.arena <= pc.budget);
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);
+      }
+    }
+  }
+  CHECK(compared > 10);
+  MESSAGE("combined strictly faster than one of the two alone in " << strictly << " of " << compared << " comparisons");
 }

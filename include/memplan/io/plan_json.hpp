@@ -390,6 +390,14 @@ inline json report_to_json(const report& r) {
   j["cost_unit"] = r.cost_unit;
   j["checkpoint_seconds"] = r.checkpoint_seconds;
   j["transfer_bytes"] = r.transfer_bytes;
+  if (r.timed) {
+    j["makespan"] = r.makespan;
+    j["makespan_lower_bound"] = r.makespan_lower_bound;
+    j["compute_time"] = r.compute_time;
+    j["host_peak"] = r.host_peak;
+    j["offloader"] = r.offloader;
+    j["offload_seconds"] = r.offload_seconds;
+  }
   j["verified"] = r.verified;
   j["notes"] = r.notes;
   return j;
