@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include <memplan/core/verify.hpp>
 #include <memplan/io/plan_json.hpp>
 #include <memplan/offload/combined.hpp>
+#include <memplan/offload/default_offloader.hpp>
+#include <memplan/offload/dynprog.hpp>
 #include <memplan/offload/policies.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/schedule/given.hpp>
@@ -64,6 +67,7 @@ TEST_CASE("offload::none times the incoming timeline: makespan = compute time, n
 
 TEST_CASE("offload policies on random chains: verified, within the budget, above the lower bound, brute force least") {
   int offloading = 0, cases = 0, overshoots = 0;
+  std::map<std::string, std::vector<double>> ratio;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     const auto spec = testing::random_chain(seed, 4 + seed % 5);
     const auto p = make_problem(testing::offload_chain(spec, "chain" + std::to_string(seed)));
@@ -89,7 +93,8 @@ TEST_CASE("offload policies on random chains: verified, within the budget, above
       ++cases;
       if (exact.stats.transfer_bytes > 0) ++offloading;
       for (const auto& mp : {offload_plan(p, offload::greedy{}, ctx), offload_plan(p, offload::vdnn{}, ctx),
-                             offload_plan(p, offload::refined{}, ctx)}) {
+                             offload_plan(p, offload::refined{}, ctx), offload_plan(p, offload::dynprog{}, ctx),
+                             offload_plan(p, offload::default_offloader{}, ctx)}) {
         CAPTURE(mp.stats.offloader);
         CHECK(verify(p, mp));
         CHECK(mp.arena <= budget);
@@ -103,14 +108,29 @@ TEST_CASE("offload policies on random chains: verified, within the budget, above
       const auto tl = given_timeline(p);
       const auto best = offload::brute_force{}.run(p, tl, tc);
       CHECK(best.peak <= budget);
-      for (const auto& other : {offload::greedy{}.run(p, tl, tc), offload::vdnn{}.run(p, tl, tc), offload::refined{}.run(p, tl, tc)}) {
+      for (const auto& other : {offload::greedy{}.run(p, tl, tc), offload::vdnn{}.run(p, tl, tc), offload::refined{}.run(p, tl, tc),
+                                offload::dynprog{}.run(p, tl, tc), offload::default_offloader{}.run(p, tl, tc)}) {
         CHECK(other.peak <= budget);
         CHECK(other.makespan >= best.makespan - 1e-9);
+        const auto who = other.stages.back().name;
+        ratio[who.rfind("default", 0) == 0 ? std::string("default") : who].push_back(other.makespan / best.makespan);
       }
     }
   }
   CHECK(offloading > cases / 2);
   CHECK(overshoots <= 4);
+  for (const auto& [name, r] : ratio) {
+    double worst = 1.0, sum = 0.0;
+    int exact = 0;
+    for (auto x : r) {
+      worst = std::max(worst, x);
+      sum += x;
+      exact += x < 1.0 + 1e-9;
+    }
+    MESSAGE(name << ": makespan / brute force mean " << sum / static_cast<double>(r.size()) << ", worst " << worst << ", optimal in " << exact
+                 << " of " << r.size());
+  }
+  CHECK(ratio["refined"].size() == ratio["greedy"].size());
 }
 
 TEST_CASE("Beaumont Fig. 3 (2-partition): makespan 2 exactly when the values split in two halves") {

@@ -14,7 +14,8 @@
 //   offload::refined      greedy, then local search: drop, add or swap one value while the makespan
 //                         improves (memplan's own)
 //   offload::dynprog      Alg. 1 (offload/dynprog.hpp)
-//   offload::default_offloader  the best of greedy, vdnn, dynprog and refined
+//   offload::combined     keep / offload / recompute (offload/combined.hpp)
+//   offload::default_offloader  the best of greedy, dynprog, vdnn and refined (default_offloader.hpp)
 //
 // Every offloader records its model lower bound (offload::makespan_lower_bound, Prop. 3) in the
 // timeline. Without a memory limit, or when the incoming peak already fits, nothing is offloaded.

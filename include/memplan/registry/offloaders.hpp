@@ -4,6 +4,7 @@
 #include <memplan/core/registry.hpp>
 #include <memplan/offload/combined.hpp>
 #include <memplan/offload/default_offloader.hpp>
+#include <memplan/offload/dynprog.hpp>
 #include <memplan/offload/policies.hpp>
 
 namespace memplan {
@@ -13,10 +14,12 @@ inline const registry<any_offloader>& offloaders() {
     using namespace offload;
     registry<any_offloader> g("offloader");
     g.add("none", "offload nothing; the plan is timed (makespan = compute time)", [] { return any_offloader(none{}); });
-    g.add("default", "best of greedy, vdnn and refined: the least makespan that meets the budget",
+    g.add("default", "best of greedy, dynprog, vdnn and refined: the least makespan that meets the budget",
           [] { return any_offloader(default_offloader{}); });
     g.add("greedy", "Beaumont et al. GREEDY (Thm. 2): the first values in production order, as few as fit",
           [] { return any_offloader(greedy{}); });
+    g.add("dynprog", "Beaumont et al. DYNPROG: Algorithm 1 over the chain view of the timeline, 500 memory slots",
+          [] { return any_offloader(dynprog{}); });
     g.add("vdnn", "the VDNN baseline: thresholds on compute time per byte of each value (all above, or every other)",
           [] { return any_offloader(vdnn{}); });
     g.add("refined", "greedy, then drop / add / swap one value while the makespan improves", [] { return any_offloader(refined{}); });
