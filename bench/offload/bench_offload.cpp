@@ -40,14 +40,6 @@ namespace {
 double secs_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 double mib(std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
-// The least peak any offload plan reaches from this timeline: every candidate off the device in its gap.
-std::int64_t least_peak(const problem& p, const offload::tick_model& m) {
-  auto need = m.live;
-  for (const auto& c : m.candidates)
-    for (auto t = c.before + 1; t < c.after; ++t) need[static_cast<std::size_t>(t)] -= c.bytes;
-  return std::max(p.resident_bytes(), *std::max_element(need.begin(), need.end()));
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -66,7 +58,7 @@ void figure4(const std::string& file, const options& o) {
   const auto tl = given_timeline(p);
   const device_timing timing{.bandwidth = o.bandwidth, .device_flops = o.device_flops};
   const auto m = offload::make_model(p, tl, timing);
-  const auto least = least_peak(p, m);
+  const auto least = offload::least_peak(m);
   std::printf("\n%s: %d ops, %zu offloadable values, peak %.1f MiB, least offload peak %.1f MiB, compute %.4f s\n", p.name().c_str(),
               p.num_ops(), m.candidates.size(), mib(tl.peak), mib(least), m.compute_time);
   std::printf("  %10s %10s | %8s %8s %8s %8s | %s\n", "limit MiB", "LB s", "greedy", "vdnn", "refined", "best", "(makespan / lower bound)");

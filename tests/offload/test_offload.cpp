@@ -45,11 +45,7 @@ std::int64_t no_offload_peak(const problem& p) { return given_timeline(p).peak; 
 // The least budget some offload plan meets on this order: the peak with every candidate off the device.
 std::int64_t least_peak(const problem& p) {
   const auto tl = given_timeline(p);
-  const auto m = offload::make_model(p, tl, {.bandwidth = 1.0});
-  auto need = m.live;
-  for (const auto& c : m.candidates)
-    for (auto t = c.before + 1; t < c.after; ++t) need[static_cast<std::size_t>(t)] -= c.bytes;
-  return std::max(p.resident_bytes(), *std::max_element(need.begin(), need.end()));
+  return offload::least_peak(offload::make_model(p, tl, {.bandwidth = 1.0}));
 }
 
 }  // namespace

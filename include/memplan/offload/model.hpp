@@ -116,6 +116,19 @@ inline std::int64_t excess_at(const tick_model& m, std::int32_t k, std::int64_t 
   return std::max<std::int64_t>(0, m.live[static_cast<std::size_t>(k)] - target);
 }
 
+// The least peak any offload plan from this timeline reaches: every candidate off the device
+// throughout its gap (the builder meets it by waiting for every copy).
+inline std::int64_t least_peak(const tick_model& m) {
+  std::vector<std::int64_t> diff(m.live.size() + 1, 0);
+  for (const auto& c : m.candidates) {
+    diff[static_cast<std::size_t>(c.before) + 1] -= c.bytes;
+    diff[static_cast<std::size_t>(c.after)] += c.bytes;
+  }
+  std::int64_t cur = 0, peak = 0;
+  for (std::size_t k = 0; k < m.live.size(); ++k) peak = std::max(peak, m.live[k] + (cur += diff[k]));
+  return m.live.empty() ? m.peak : peak;
+}
+
 // Proposition 3, strengthened: every plan that offloads from this timeline and meets `target` runs
 // all ticks (compute time), and for each tick k over the target moves at least its excess D_k out and
 // back in (2 D_k / B on the one copy engine), the copies of values absent at k starting after the

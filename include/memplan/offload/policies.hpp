@@ -171,11 +171,12 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
       note = name + ": offloads " + std::to_string(chosen.size()) + " of " + std::to_string(m.candidates.size()) + " values (" +
              std::to_string(ch.evaluated()) + " schedules simulated)";
     } else {
-      // Nothing fits: offload every value without waiting for memory, and say so (the pipeline reports the overshoot).
+      // Nothing fits: the least peak offloading reaches (every value, waiting for every copy), and say so
+      // (the pipeline reports the overshoot).
       chosen = first_k(static_cast<std::int32_t>(m.candidates.size()));
-      fit = std::numeric_limits<std::int64_t>::max();
+      fit = least_peak(m);
       note = name + ": no choice of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
-             std::to_string(target) + " bytes; offloaded all";
+             std::to_string(target) + " bytes; offloaded all, peak " + std::to_string(fit);
       lb = m.compute_time;
     }
   }
