@@ -28,7 +28,7 @@ TEST_CASE("offloading: MLP, CNN and transformer train under offload plans bitwis
     for (auto budget : {a0 * 9 / 10, a0 * 4 / 5, a0 * 7 / 10}) {
       for (const auto* name : {"default", "greedy", "vdnn", "combined"}) {
         CAPTURE(c.name);
-        CAPTURE(name);
+        CAPTURE(std::string(name));
         CAPTURE(budget);
         plan_context bc = ctx;
         bc.budget = budget;
@@ -36,6 +36,7 @@ TEST_CASE("offloading: MLP, CNN and transformer train under offload plans bitwis
         try {
           mp = plan(prob, sched | offloaders().make(name) | place::default_placer{}, bc);
         } catch (const error& e) {
+          INFO(std::string(e.what()));
           CHECK(e.code() == errc::infeasible);
           continue;
         }

@@ -25,6 +25,7 @@
 // replay bounds by the arena; makespan and host peak are re-derived from the times.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -367,14 +368,18 @@ class referee {
     std::vector<std::pair<double, std::size_t>> copies;  // (begin, step) on the copy engine
     std::vector<std::pair<double, std::int64_t>> host;   // host memory events
     double prev_op_end = 0.0, released = 0.0, makespan = 0.0;
-    auto secs = [](double x) { return std::to_string(x) + " s"; };
+    auto secs = [](double x) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g s", x);
+      return std::string(b);
+    };
     for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
       const auto& st = plan_.steps[i];
       if (!(st.begin >= 0.0) || !(st.end >= st.begin)) return at_step(i) + "its times [" + secs(st.begin) + ", " + secs(st.end) + "] are not an interval";
       makespan = std::max(makespan, st.end);
       if (runs_op(st.kind)) {
         const double dur = step_cost(p_, st) * spc;
-        if (!same_time(st.end - st.begin, dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", its cost gives " + secs(dur);
+        if (!same_time(st.end, st.begin + dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", its cost gives " + secs(dur);
         if (!time_le(prev_op_end, st.begin)) return at_step(i) + "starts at " + secs(st.begin) + " before the op before it ends (" + secs(prev_op_end) + ")";
         if (!time_le(released, st.begin))
           return at_step(i) + "starts at " + secs(st.begin) + " before an offload listed before it completes (" + secs(released) + "): its memory is still in use";
@@ -396,7 +401,7 @@ class referee {
       } catch (const error& e) {
         return at_step(i) + e.what();
       }
-      if (!same_time(st.end - st.begin, dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", bytes / bandwidth gives " + secs(dur);
+      if (!same_time(st.end, st.begin + dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", bytes / bandwidth gives " + secs(dur);
       copies.push_back({st.begin, i});
       if (st.kind == step_kind::offload) {
         if (!time_le(ready[su], st.begin))

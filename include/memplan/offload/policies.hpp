@@ -12,7 +12,7 @@
 //   offload::brute_force  every subset of the candidates (small graphs only): the least makespan;
 //                         the exact optimum of the no-wait ordered schedules the builder makes
 //   offload::refined      greedy, then local search: drop, add or swap one value while the makespan
-//                         improves (memplan's own)
+//                         improves (memplan's own), within a time limit (2 s; rounds in deterministic mode)
 //   offload::dynprog      Alg. 1 (offload/dynprog.hpp)
 //   offload::combined     keep / offload / recompute (offload/combined.hpp)
 //   offload::default_offloader  the best of greedy, dynprog, vdnn and refined (default_offloader.hpp)
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
@@ -114,7 +115,7 @@ inline choice vdnn_choice(chooser& ch) {
 }
 
 // Local search from a start: drop, add or swap one value while the makespan strictly improves.
-inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int32_t max_rounds) {
+inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int32_t max_rounds, const deadline& clock) {
   const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
   double cur_ms = ch.consider(cur);
   for (std::int32_t round = 0; round < max_rounds; ++round) {
@@ -129,6 +130,7 @@ inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int
       return v;
     };
     auto test = [&](std::vector<std::int32_t> v) {
+      if (clock.expired()) return;
       const double ms = ch.consider(v);
       if (ms < best_ms - 1e-12 * std::max(1.0, ms)) {
         best_ms = ms;
@@ -141,7 +143,10 @@ inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int
         if (in[static_cast<std::size_t>(i)])
           for (std::int32_t j = std::max<std::int32_t>(0, i - 4); j < std::min(n, i + 5); ++j)
             if (!in[static_cast<std::size_t>(j)]) test(with(i, j));
-    if (best_set.empty()) break;
+    if (best_set.empty() || clock.expired()) {
+      if (!best_set.empty()) cur = std::move(best_set);
+      break;
+    }
     cur = std::move(best_set);
     cur_ms = best_ms;
   }
@@ -244,12 +249,15 @@ struct brute_force {
 struct refined {
   static constexpr stage_kind kind = stage_kind::offloader;
   std::int32_t max_rounds = 64;
+  double time_limit_s = 2.0;  // for the local search (the context's time limit overrides it; none in deterministic mode)
   [[nodiscard]] std::string name() const { return "refined"; }
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     const auto rounds = max_rounds;
-    return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds](detail::chooser& ch, std::int64_t target) {
+    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, &clock](detail::chooser& ch, std::int64_t target) {
       const auto g = detail::greedy_choice(ch, target);
-      return detail::refine_choice(ch, g.found() ? g.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())), rounds);
+      return detail::refine_choice(ch, g.found() ? g.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())), rounds,
+                                   clock);
     });
   }
 };
