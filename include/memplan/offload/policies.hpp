@@ -180,6 +180,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
       // (the pipeline reports the overshoot).
       chosen = first_k(static_cast<std::int32_t>(m.candidates.size()));
       fit = least_peak(m);
+      lb = makespan_lower_bound(m, fit);
       note = name + ": no choice of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
              std::to_string(target) + " bytes; offloaded all, peak " + std::to_string(fit);
       lb = m.compute_time;
