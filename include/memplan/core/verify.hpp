@@ -427,8 +427,8 @@ class referee {
     if (!same_time(makespan, plan_.makespan))
       return "plan claims a makespan of " + secs(plan_.makespan) + ", its steps end at " + secs(makespan);
     std::sort(host.begin(), host.end());  // at one instant, releases (negative) before copies in
-    std::int64_t on_host = 0, host_peak = 0;
-    for (const auto& [t, b] : host) host_peak = std::max(host_peak, on_host += b);
+    std::int64_t held = 0, host_peak = 0;
+    for (const auto& [t, b] : host) host_peak = std::max(host_peak, held += b);
     if (host_peak != plan_.host_peak)
       return "plan claims a host peak of " + std::to_string(plan_.host_peak) + " bytes, the transfers give " + std::to_string(host_peak);
     if (plan_.timing.host_limit >= 0 && host_peak > plan_.timing.host_limit)

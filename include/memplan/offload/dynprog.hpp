@@ -101,7 +101,9 @@ inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, 
       idle[0].clear();
       for (auto& [k, e] : first) idle[0][{std::get<0>(k) + xi, std::get<1>(k), std::get<2>(k)}] = e;
     }
-    for (const auto& [k, e] : idle[i]) {
+    for (const auto& kv : idle[i]) {
+      const auto& k = kv.first;  // (no structured bindings: the lambda below captures them, clang 14 refuses)
+      const auto& e = kv.second;
       const auto [mf, df, db] = k;
       const auto dfp = std::max<std::int64_t>(0, df), dbp = std::max<std::int64_t>(0, db);
       const auto mb = dbp + mf - dfp;  // |y_i| = 0
