@@ -183,7 +183,6 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
       lb = makespan_lower_bound(m, fit);
       note = name + ": no choice of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
              std::to_string(target) + " bytes; offloaded all, peak " + std::to_string(fit);
-      lb = m.compute_time;
     }
   }
   auto out = build(p, tl, m, chosen, fit);
