@@ -55,6 +55,20 @@ inline std::int64_t parse_bytes(const std::string& text, const std::string& opti
   return static_cast<std::int64_t>(b);
 }
 
+// A positive rate, plain or scientific: "12e9", "15000000000000", "1.2e10" (bytes/s, FLOP/s).
+inline double parse_rate(const std::string& text, const std::string& option) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != text.size() || !(v > 0) || !(v < 1e300))
+    throw error(errc::invalid_argument, option + " '" + text + "' is not a positive number per second (e.g. 12e9)");
+  return v;
+}
+
 inline void check_alignment(std::int64_t a) {
   if (a <= 0 || (a & (a - 1)) != 0)
     throw error(errc::invalid_argument, "--alignment " + std::to_string(a) + " is not a power of two (e.g. 1, 64, 256)");

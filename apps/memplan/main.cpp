@@ -43,6 +43,7 @@ namespace {
 using namespace memplan;
 using cli::check_alignment;
 using cli::parse_bytes;
+using cli::parse_rate;
 
 constexpr const char* version_text = "memplan 0.1.0";
 
@@ -69,8 +70,9 @@ std::string one_line(std::string s) {
 
 // ---- plan ------------------------------------------------------------------------------------------
 struct plan_args {
-  std::string graph, scheduler = "default", placer = "default", checkpointer, capacity, budget, output, svg, report_json, dot;
+  std::string graph, scheduler = "default", placer = "default", checkpointer, offloader, capacity, budget, output, svg, report_json, dot;
   double time_limit = -1;
+  std::string bandwidth, device_flops, host_limit;  // offloading: bytes/s, FLOP/s (plain or 12e9), host bytes
   std::int64_t alignment = 1;
   bool quiet = false, verbose = false;
 };
@@ -80,8 +82,12 @@ int run_plan(const plan_args& a) {
   if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
   const auto sched = schedulers().make(a.scheduler);
   const auto placer = placers().make(a.placer);
-  // With a budget and no checkpointer named, the default one runs.
-  const auto ckpt = checkpointers().make(!a.checkpointer.empty() ? a.checkpointer : a.budget.empty() ? "none" : "default");
+  // With a budget and neither a checkpointer nor an offloader named, the default checkpointer runs.
+  const auto ckpt = checkpointers().make(!a.checkpointer.empty()                       ? a.checkpointer
+                                         : a.budget.empty() || !a.offloader.empty() ? "none"
+                                                                                     : "default");
+  if (a.offloader.empty() && (!a.bandwidth.empty() || !a.device_flops.empty() || !a.host_limit.empty()))
+    throw error(errc::invalid_argument, "--bandwidth, --device-flops and --host-limit need --offloader NAME");
   const auto p = io::read_graph(a.graph);
   plan_context ctx;
   ctx.progress = cli::progress_printer(a.verbose, a.quiet);
@@ -91,8 +97,12 @@ int run_plan(const plan_args& a) {
   std::int64_t capacity = -1;
   if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
   if (!a.budget.empty()) ctx.budget = parse_bytes(a.budget, "--budget");
+  if (!a.bandwidth.empty()) ctx.timing.bandwidth = parse_rate(a.bandwidth, "--bandwidth");
+  if (!a.device_flops.empty()) ctx.timing.device_flops = parse_rate(a.device_flops, "--device-flops");
+  if (!a.host_limit.empty()) ctx.timing.host_limit = parse_bytes(a.host_limit, "--host-limit");
   const auto t0 = std::chrono::steady_clock::now();
-  auto mp = memplan::plan(p, sched | ckpt | placer, ctx);
+  auto mp = a.offloader.empty() ? memplan::plan(p, sched | ckpt | placer, ctx)
+                                : memplan::plan(p, sched | ckpt | offloaders().make(a.offloader) | placer, ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (capacity >= 0 && mp.arena > capacity)
     throw error(errc::infeasible, "the plan needs an arena of " + std::to_string(mp.arena) + " bytes, above --capacity " +
@@ -101,7 +111,7 @@ int run_plan(const plan_args& a) {
   auto rep = io::make_report(p, mp, secs, ok.ok);
   rep.capacity = capacity;
   rep.budget = ctx.budget;
-  if (a.checkpointer.empty() && a.budget.empty()) rep.checkpointer.clear();
+  if (a.checkpointer.empty() && (a.budget.empty() || !a.offloader.empty())) rep.checkpointer.clear();
   if (!a.output.empty()) io::write_plan(a.output, p, mp);
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
   if (!a.svg.empty()) io::write_heap_svg(a.svg, p, mp);
@@ -271,6 +281,12 @@ int main(int argc, char** argv) {
                    "memory budget in bytes (same syntax): recompute activations to fit it (the default checkpointer when none is named); "
                    "exit 1 with the smallest reachable arena and a lower bound when it cannot be met");
   plan->add_option("--checkpointer", pa.checkpointer, "recomputation policy: " + checkpointers().joined_names() + " (default: none, or default with --budget)");
+  plan->add_option("--offloader", pa.offloader,
+                   "offloading policy (activations to host memory and back, Beaumont et al.; docs/offload.md): " + offloaders().joined_names() +
+                       "; the plan is then timed (makespan in the report)");
+  plan->add_option("--bandwidth", pa.bandwidth, "offloading: device <-> host bytes per second (12e9, 12000000000)");
+  plan->add_option("--device-flops", pa.device_flops, "offloading: FLOP per second of the device, for graphs whose costs are FLOPs (15e12)");
+  plan->add_option("--host-limit", pa.host_limit, "offloading: host memory the offloaded values may use, in bytes (same syntax as --budget)");
   plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");
   plan->add_option("--svg", pa.svg, "write an SVG heap map (steps x addresses)");
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
@@ -283,9 +299,10 @@ int main(int argc, char** argv) {
       "  memplan plan graph.json --scheduler given --placer greedy_by_size -o plan.json\n"
       "  memplan plan graph.json --alignment 256 --capacity 2GiB --time-limit 10\n"
       "  memplan plan graph.json --budget 1GiB                      (recompute activations to fit 1 GiB)\n"
+      "  memplan plan graph.json --budget 1GiB --offloader default --bandwidth 12e9   (offload activations to the host)\n"
       "The report shows the peak of the graph's own (given) order, the planned peak and its reduction, a lower\n"
       "bound on the peak of any order and the gap to it, the arena and its fragmentation, and the policies used.\n"
-      "Schedulers:\n" + schedulers().help() + "Checkpointers:\n" + checkpointers().help() +
+      "Schedulers:\n" + schedulers().help() + "Checkpointers:\n" + checkpointers().help() + "Offloaders:\n" + offloaders().help() +
       "Placers: " + place_names + " (default: heuristics, then an exact search within --time-limit).");
 
   std::string vgraph, vplan;

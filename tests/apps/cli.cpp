@@ -428,3 +428,43 @@ TEST_CASE("symbolic: one plan for a batch range from two exports, proved; --batc
   const std::string other = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet50-infer-b32.json.gz";
   if (fs::exists(other)) CHECK(s.run("symbolic '" + b1 + "' '" + other + "'").code == 2);  // not the same graph
 }
+
+TEST_CASE("plan --offloader: a timed plan within the budget, verified; the report has makespan and host peak") {
+  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b1.json.gz";
+  if (!fs::exists(model)) {
+    MESSAGE("data/models/resnet18-train-b1.json.gz not bundled: skipped");
+    return;
+  }
+  scratch s;
+  const auto free_run = s.run("plan '" + model + "' --scheduler given --offloader none --bandwidth 12e9 --report-json '" + s / "free.json" + "'");
+  INFO(free_run.err);
+  REQUIRE(free_run.code == 0);
+  const auto f = nlohmann::json::parse(slurp(s / "free.json"));
+  CHECK(f["makespan"].get<double>() == doctest::Approx(f["compute_time"].get<double>()));
+  const auto budget = f["arena_bytes"].get<std::int64_t>() * 7 / 10;
+  for (const auto* name : {"default", "greedy", "dynprog", "vdnn", "combined"}) {
+    CAPTURE(name);
+    const auto r = s.run("plan '" + model + "' --scheduler given --budget " + std::to_string(budget) + " --offloader " + name +
+                         " --bandwidth 12e9 --device-flops 15e12 -o '" + s / "plan.json" + "' --report-json '" + s / "report.json" + "'");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(has(r.out, "makespan"));
+    const auto j = nlohmann::json::parse(slurp(s / "report.json"));
+    CHECK(j["arena_bytes"].get<std::int64_t>() <= budget);
+    CHECK(j["makespan"].get<double>() >= j["makespan_lower_bound"].get<double>());
+    CHECK(j["makespan"].get<double>() >= f["makespan"].get<double>() - 1e-12);
+    CHECK(j["host_peak"].get<std::int64_t>() >= 0);
+    CHECK(j["offloader"].get<std::string>().find(name == std::string("default") ? "default" : name) != std::string::npos);
+    CHECK(s.run("verify '" + model + "' '" + s / "plan.json" + "'").code == 0);
+  }
+  // Offloading without a bandwidth, and timing options without an offloader: exit 2 naming the option.
+  const auto nb = s.run("plan '" + model + "' --budget " + std::to_string(budget) + " --offloader greedy");
+  CHECK(nb.code == 2);
+  CHECK(has(nb.err, "bandwidth"));
+  const auto no = s.run("plan '" + model + "' --bandwidth 12e9");
+  CHECK(no.code == 2);
+  CHECK(has(no.err, "--offloader"));
+  const auto bad = s.run("plan '" + model + "' --offloader greedy --bandwidth fast");
+  CHECK(bad.code == 2);
+  CHECK(has(bad.err, "--bandwidth"));
+}

@@ -12,6 +12,7 @@
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/timing.hpp>
 #include <memplan/solver/milp.hpp>
 
 namespace memplan {
@@ -60,6 +61,9 @@ struct plan_context {
   // The peak a checkpointer or offloader aims at (-1: the arena limit). plan() lowers it below the
   // budget when the placed arena overshoots, and runs those stages again.
   std::int64_t memory_target = -1;
+
+  // ---- the device's clock (offloaders: op durations, transfer bandwidth, host limit) ----
+  device_timing timing{};
 
   // ---- time and work ----
   // For every stage that searches: < 0 keeps each policy's own default, 0 stops after its first

@@ -21,6 +21,9 @@ struct plan_stats {
   double compute_cost = 0.0;          // sum of the op costs of one step (each op once)
   double recompute_cost = 0.0;        // sum of cost over recompute steps
   std::int64_t transfer_bytes = 0;    // bytes moved by offload + prefetch
+  // Timed plans (offloaders): seconds of the no-wait schedule, of the op steps alone, the bound; host bytes.
+  double makespan = 0.0, compute_time = 0.0, makespan_lower_bound = 0.0;
+  std::int64_t host_peak = 0;
   double schedule_seconds = 0.0, checkpoint_seconds = 0.0, offload_seconds = 0.0, place_seconds = 0.0;
   std::string scheduler, checkpointer, offloader, placer;  // the policies (best_of: the winner)
   std::vector<std::string> notes;     // fallbacks (e.g. "olla_ilp: no MILP backend, used default"), limits hit
@@ -42,6 +45,10 @@ inline plan_stats timeline_stats(const problem& p, const timeline& tl) {
   st.peak = tl.peak;
   st.arena = tl.arena;
   st.arena_lower_bound = tl.arena_lower_bound;
+  st.makespan = tl.makespan;
+  st.compute_time = tl.compute_time;
+  st.makespan_lower_bound = tl.makespan_lower_bound;
+  st.host_peak = tl.host_peak;
   st.fragmentation = tl.arena > 0 ? static_cast<double>(tl.arena - tl.peak) / static_cast<double>(tl.arena) : 0.0;
   for (op_id o = 0; o < p.num_ops(); ++o) st.compute_cost += p.cost(o);
   for (const auto& s : tl.steps) {

@@ -26,6 +26,7 @@
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/buffer.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/timing.hpp>
 
 namespace memplan {
 
@@ -78,6 +79,13 @@ struct timeline {
   std::int64_t arena_lower_bound = 0;  // the placer's bound on the arena for these lifetimes
   bool arena_optimal = false;          // the placer proved its arena minimal
   double makespan = 0.0;               // seconds, when timed
+
+  // ---- time (offloaders): step::begin/end hold the no-wait schedule, checked by verify ----
+  bool timed = false;                  // steps carry begin/end under `timing`
+  device_timing timing{};              // the device model the times were computed with
+  std::int64_t host_peak = 0;          // most bytes held in host memory at once (offloaded values)
+  double compute_time = 0.0;           // seconds of the op steps alone (the makespan without a memory limit)
+  double makespan_lower_bound = 0.0;   // the offloader's bound on the makespan of any plan it could make
   std::vector<stage_record> stages;    // in the order they ran
 
   [[nodiscard]] bool placed() const noexcept { return arena >= 0; }

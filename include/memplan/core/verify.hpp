@@ -13,7 +13,19 @@
 // on the device at the end, resident ones where they started (so the plan can run again); the claimed
 // peak, arena, transfer and recompute figures equal the re-derived ones; the claimed lower bound does
 // not exceed the peak.
+//
+// Timed plans (offloaders; timeline::timed) are checked against the device model (core/timing.hpp):
+// op steps run one at a time in step order and last their cost; transfers last bytes / bandwidth and
+// never overlap on the one copy engine; no op reads or writes a value before the step that makes it
+// (an op, a prefetch) has ended -- nothing is read while on the host or in flight; an offload copies a
+// value only after its last write has ended; every op or prefetch listed after an offload starts after
+// that copy has completed (the memory it releases is reused only then), and a prefetch starts only
+// after the op before it has ended (it allocates at its start). With these, the bytes on the device at
+// every instant -- copies in flight included -- never exceed the live bytes of some op step, which the
+// replay bounds by the arena; makespan and host peak are re-derived from the times.
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +36,7 @@
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/timeline.hpp>
+#include <memplan/core/timing.hpp>
 
 namespace memplan {
 
@@ -54,6 +67,7 @@ class referee {
     }
     if (auto bad = check_end()) return fail(*bad);
     if (auto bad = check_stats()) return fail(*bad);
+    if (auto bad = check_timing()) return fail(*bad);
     return {};
   }
 
@@ -338,6 +352,88 @@ class referee {
       return "plan claims " + std::to_string(st.transfer_bytes) + " transfer bytes, the steps move " + std::to_string(transfer_);
     if (st.recompute_cost != recompute_cost_)
       return "plan claims a recompute cost of " + std::to_string(st.recompute_cost) + ", the steps give " + std::to_string(recompute_cost_);
+    return std::nullopt;
+  }
+
+  // ---- timed plans: the no-wait schedule of compute and copy engines ----
+  std::optional<std::string> check_timing() const {
+    if (!plan_.timed) return std::nullopt;
+    double spc = 1.0;
+    try {
+      spc = seconds_per_cost(p_, plan_.timing);
+    } catch (const error& e) {
+      return std::string("timed plan: ") + e.what();
+    }
+    std::vector<double> ready(ns_, 0.0);  // when the value on the device of each storage is complete
+    std::vector<std::pair<double, std::size_t>> copies;  // (begin, step) on the copy engine
+    std::vector<std::pair<double, std::int64_t>> host;   // host memory events
+    double prev_op_end = 0.0, released = 0.0, makespan = 0.0;
+    auto secs = [](double x) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g s", x);
+      return std::string(b);
+    };
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+      const auto& st = plan_.steps[i];
+      if (!(st.begin >= 0.0) || !(st.end >= st.begin)) return at_step(i) + "its times [" + secs(st.begin) + ", " + secs(st.end) + "] are not an interval";
+      makespan = std::max(makespan, st.end);
+      if (runs_op(st.kind)) {
+        const double dur = step_cost(p_, st) * spc;
+        if (!same_time(st.end, st.begin + dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", its cost gives " + secs(dur);
+        if (!time_le(prev_op_end, st.begin)) return at_step(i) + "starts at " + secs(st.begin) + " before the op before it ends (" + secs(prev_op_end) + ")";
+        if (!time_le(released, st.begin))
+          return at_step(i) + "starts at " + secs(st.begin) + " before an offload listed before it completes (" + secs(released) + "): its memory is still in use";
+        for (auto s : p_.touched(st.id))
+          if (!time_le(ready[static_cast<std::size_t>(s)], st.begin))
+            return at_step(i) + "uses tensor '" + p_.tensor_name(p_.storage_root(s)) + "' at " + secs(st.begin) + ", in flight until " +
+                   secs(ready[static_cast<std::size_t>(s)]);
+        for (auto t : p_.outputs(st.id)) ready[static_cast<std::size_t>(p_.storage_of(t))] = st.end;
+        prev_op_end = st.end;
+        continue;
+      }
+      if (st.kind == step_kind::free) continue;
+      const auto s = p_.storage_of(st.id);
+      const auto su = static_cast<std::size_t>(s);
+      const auto bytes = p_.storage_bytes(s);
+      double dur = 0.0;
+      try {
+        dur = transfer_seconds(bytes, plan_.timing);
+      } catch (const error& e) {
+        return at_step(i) + e.what();
+      }
+      if (!same_time(st.end, st.begin + dur)) return at_step(i) + "lasts " + secs(st.end - st.begin) + ", bytes / bandwidth gives " + secs(dur);
+      copies.push_back({st.begin, i});
+      if (st.kind == step_kind::offload) {
+        if (!time_le(ready[su], st.begin))
+          return at_step(i) + "copies the value at " + secs(st.begin) + " before it is complete (" + secs(ready[su]) + ")";
+        released = std::max(released, st.end);
+        host.push_back({st.begin, bytes});
+      } else {
+        if (!time_le(prev_op_end, st.begin))
+          return at_step(i) + "starts at " + secs(st.begin) + " before the op before it ends (" + secs(prev_op_end) + "): its memory may be in use";
+        if (!time_le(released, st.begin))
+          return at_step(i) + "starts at " + secs(st.begin) + " before an offload listed before it completes (" + secs(released) + ")";
+        ready[su] = st.end;
+        host.push_back({st.end, -bytes});
+      }
+    }
+    std::sort(copies.begin(), copies.end());
+    for (std::size_t k = 1; k < copies.size(); ++k) {
+      const auto& a = plan_.steps[copies[k - 1].second];
+      const auto& b = plan_.steps[copies[k].second];
+      if (!time_le(a.end, b.begin))
+        return at_step(copies[k].second) + "overlaps the transfer of step " + std::to_string(copies[k - 1].second) + " on the copy engine";
+    }
+    if (!same_time(makespan, plan_.makespan))
+      return "plan claims a makespan of " + secs(plan_.makespan) + ", its steps end at " + secs(makespan);
+    std::sort(host.begin(), host.end());  // at one instant, releases (negative) before copies in
+    std::int64_t held = 0, host_peak = 0;
+    for (const auto& [t, b] : host) host_peak = std::max(host_peak, held += b);
+    if (host_peak != plan_.host_peak)
+      return "plan claims a host peak of " + std::to_string(plan_.host_peak) + " bytes, the transfers give " + std::to_string(host_peak);
+    if (plan_.timing.host_limit >= 0 && host_peak > plan_.timing.host_limit)
+      return "the offloaded values need " + std::to_string(host_peak) + " bytes of host memory, above its limit of " +
+             std::to_string(plan_.timing.host_limit);
     return std::nullopt;
   }
 

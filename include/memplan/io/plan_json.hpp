@@ -44,6 +44,12 @@ inline json stats_to_json(const plan_stats& st) {
   s["compute_cost"] = st.compute_cost;
   s["recompute_cost"] = st.recompute_cost;
   s["transfer_bytes"] = st.transfer_bytes;
+  if (st.makespan > 0) {
+    s["makespan"] = st.makespan;
+    s["compute_time"] = st.compute_time;
+    s["makespan_lower_bound"] = st.makespan_lower_bound;
+    s["host_peak"] = st.host_peak;
+  }
   s["schedule_seconds"] = st.schedule_seconds;
   s["checkpoint_seconds"] = st.checkpoint_seconds;
   s["offload_seconds"] = st.offload_seconds;
@@ -67,6 +73,10 @@ inline json plan_to_json(const problem& p, const memory_plan& mp) {
   j["arena"] = mp.arena;
   j["alignment"] = mp.alignment;
   if (mp.makespan > 0) j["makespan"] = mp.makespan;
+  if (mp.timed)
+    j["timing"] = {{"bandwidth", mp.timing.bandwidth},       {"device_flops", mp.timing.device_flops},
+                   {"host_limit", mp.timing.host_limit},     {"host_peak", mp.host_peak},
+                   {"compute_time", mp.compute_time},        {"makespan_lower_bound", mp.makespan_lower_bound}};
   const auto initial = initial_storages(p);
   if (mp.mats.size() < initial.size())
     throw error(errc::invalid_argument, "plan_to_json: the plan has " + std::to_string(mp.mats.size()) +
@@ -189,6 +199,16 @@ struct plan_reader {
     mp.arena = integer(field(j, "arena", "the plan"), "\"arena\"");
     mp.alignment = integer(field(j, "alignment", "the plan"), "\"alignment\"");
     if (auto ms = j.find("makespan"); ms != j.end()) mp.makespan = number(*ms, "\"makespan\"");
+    if (auto tm = j.find("timing"); tm != j.end()) {
+      const auto& o = object(*tm, "\"timing\"");
+      mp.timed = true;
+      mp.timing.bandwidth = number(field(o, "bandwidth", "\"timing\""), "\"timing.bandwidth\"");
+      mp.timing.device_flops = number(field(o, "device_flops", "\"timing\""), "\"timing.device_flops\"");
+      mp.timing.host_limit = integer(field(o, "host_limit", "\"timing\""), "\"timing.host_limit\"");
+      mp.host_peak = integer(field(o, "host_peak", "\"timing\""), "\"timing.host_peak\"");
+      mp.compute_time = number(field(o, "compute_time", "\"timing\""), "\"timing.compute_time\"");
+      mp.makespan_lower_bound = number(field(o, "makespan_lower_bound", "\"timing\""), "\"timing.makespan_lower_bound\"");
+    }
     const auto nt = static_cast<std::size_t>(p.num_tensors());
 
     // Version 1: one offset per tensor and one workspace offset per op, for every step.
@@ -297,6 +317,10 @@ struct plan_reader {
     opt_num("compute_cost", s.compute_cost);
     opt_num("recompute_cost", s.recompute_cost);
     opt_int("transfer_bytes", s.transfer_bytes);
+    opt_num("makespan", s.makespan);
+    opt_num("compute_time", s.compute_time);
+    opt_num("makespan_lower_bound", s.makespan_lower_bound);
+    opt_int("host_peak", s.host_peak);
     opt_num("schedule_seconds", s.schedule_seconds);
     opt_num("checkpoint_seconds", s.checkpoint_seconds);
     opt_num("offload_seconds", s.offload_seconds);
@@ -366,6 +390,14 @@ inline json report_to_json(const report& r) {
   j["cost_unit"] = r.cost_unit;
   j["checkpoint_seconds"] = r.checkpoint_seconds;
   j["transfer_bytes"] = r.transfer_bytes;
+  if (r.timed) {
+    j["makespan"] = r.makespan;
+    j["makespan_lower_bound"] = r.makespan_lower_bound;
+    j["compute_time"] = r.compute_time;
+    j["host_peak"] = r.host_peak;
+    j["offloader"] = r.offloader;
+    j["offload_seconds"] = r.offload_seconds;
+  }
   j["verified"] = r.verified;
   j["notes"] = r.notes;
   return j;

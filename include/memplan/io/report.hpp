@@ -38,6 +38,12 @@ struct report {
   std::string checkpointer;          // the checkpointer (empty: none)
   std::string cost_unit;             // what costs measure (graph meta.cost_unit; "units" when the graph has none)
   std::int64_t transfer_bytes = 0;
+  // Timed plans (an offloader ran): seconds of the no-wait schedule, of the op steps alone (the
+  // makespan without a memory limit), the offloader's lower bound; bytes on the host at most.
+  bool timed = false;
+  double makespan = 0.0, compute_time = 0.0, makespan_lower_bound = 0.0, offload_seconds = 0.0;
+  std::int64_t host_peak = 0;
+  std::string offloader;             // the offloader (empty: none)
   bool verified = false;             // memplan::verify accepted the plan
   std::vector<std::string> notes;    // fallbacks, limits hit, in words
 };
@@ -79,6 +85,13 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
   r.overhead = r.compute_cost > 0 ? r.recompute_cost / r.compute_cost : 0.0;
   r.checkpointer = st.checkpointer;
   r.transfer_bytes = st.transfer_bytes;
+  r.timed = mp.timed;
+  r.makespan = st.makespan;
+  r.compute_time = st.compute_time;
+  r.makespan_lower_bound = st.makespan_lower_bound;
+  r.host_peak = st.host_peak;
+  r.offloader = st.offloader;
+  r.offload_seconds = st.offload_seconds;
   r.verified = verified;
   r.notes = st.notes;
   return r;
@@ -130,10 +143,18 @@ inline void print_report(std::ostream& os, const report& r) {
                   r.recompute_cost, r.compute_cost, r.cost_unit.c_str(), 100.0 * r.overhead);
     os << "recompute      " << b << "\n";
   }
-  if (r.transfer_bytes > 0) os << "transfers      " << bytes(r.transfer_bytes) << "\n";
+  if (r.transfer_bytes > 0) os << "transfers      " << bytes(r.transfer_bytes) << ", host peak " << bytes(r.host_peak) << "\n";
+  if (r.timed) {
+    char b[200];
+    std::snprintf(b, sizeof b, "%.6g s, compute alone %.6g s (+%.2f %%), lower bound %.6g s (ratio %.4f)", r.makespan, r.compute_time,
+                  r.compute_time > 0 ? 100.0 * (r.makespan / r.compute_time - 1.0) : 0.0, r.makespan_lower_bound,
+                  r.makespan_lower_bound > 0 ? r.makespan / r.makespan_lower_bound : 1.0);
+    os << "makespan       " << b << "\n";
+  }
   os << "time           " << secs << "\n";
   os << "policies       scheduler " << r.scheduler;
   if (!r.checkpointer.empty()) os << ", checkpointer " << r.checkpointer;
+  if (!r.offloader.empty()) os << ", offloader " << r.offloader;
   os << ", placer " << r.placer << "\n";
   os << "verified       " << (r.verified ? "yes (memplan::verify accepted the plan)" : "no") << "\n";
   for (const auto& n : r.notes) os << "note           " << n << "\n";

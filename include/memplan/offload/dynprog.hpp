@@ -1,0 +1,174 @@
+#pragma once
+// offload::dynprog -- DYNPROG of Beaumont et al.: Algorithm 1 (§5.3), the dynamic program over the
+// fractional-communication relaxation (Problem 2, §5), then the no-wait ordered schedule with the
+// same offload decisions (§6), here simulated by offload/build.hpp.
+//
+// Algorithm 1 runs on a chain: x_0..x_L, F_i reads x_i and writes x_{i+1}, B_i reads x_i, x_{i+1}.
+// memplan applies it to any timeline through its *chain view*: x_i are the candidates in production
+// order; u_F(i) the seconds of the ticks after x_i is produced up to the one producing x_{i+1}; u_B(i)
+// the seconds from the first use of x_{i+1} after its gap to the first use of x_i after its gap;
+// ex_F(i) (ex_B(i)) the most bytes those forward (backward) ticks hold besides the candidates alive
+// then; y_i = 0 (gradients are part of ex_B). On a training chain this is the paper's chain; on a DAG
+// it is a heuristic whose result the simulator times exactly.
+//
+// State (§5.2.1): IDLE(i, M_F, Delta_F, Delta_B), memory discretised into `slots` slots of M / slots
+// bytes (the paper: S = 500), sizes rounded up. Transitions: eqs. (1)-(8) for offloading x_i or not.
+// The idle time between the phases, eqs. (9)-(10), is simplified to its transfer terms
+// (max(0, Delta_F/B - Av_B) or max(0, Delta_B/B - Av_F), or both transfers when both are pending);
+// the memory terms R_j are left to the simulator. When the chosen set does not fit the tick model
+// (which holds copies in flight for whole ticks), the offloader falls back to GREEDY's choice and says so.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/offload/model.hpp>
+#include <memplan/offload/policies.hpp>
+
+namespace memplan::offload {
+
+// The chain of Algorithm 1 seen in a tick model (bytes and seconds).
+struct chain_view {
+  std::vector<std::int64_t> x;    // |x_i|, the candidates in production order
+  std::vector<double> uf, ub;     // u_F(i), u_B(i)
+  std::vector<std::int64_t> exf, exb;
+};
+
+inline chain_view make_chain_view(const tick_model& m) {
+  chain_view c;
+  const auto L = m.candidates.size();
+  const auto n = m.ticks();
+  for (const auto& k : m.candidates) c.x.push_back(k.bytes);
+  // Bytes of the candidates alive (on the device without offloading) at tick t.
+  auto alive = [&](std::int32_t t) {
+    std::int64_t b = 0;
+    for (const auto& k : m.candidates)
+      if (k.produced <= t && t <= std::max(k.after, k.before)) b += k.bytes;
+    return b;
+  };
+  for (std::size_t i = 0; i < L; ++i) {
+    const auto from = m.candidates[i].produced + 1;
+    const auto to = i + 1 < L ? m.candidates[i + 1].produced + 1 : std::min(n, m.candidates[i].after);
+    c.uf.push_back(to > from ? m.between(from, to) : 0.0);
+    std::int64_t e = 0;
+    for (auto t = from; t < to; ++t) e = std::max(e, m.live[static_cast<std::size_t>(t)] - alive(t));
+    c.exf.push_back(std::max<std::int64_t>(0, e));
+    // Backward: the ticks after the first use of x_{i+1} after its gap, through the first use of x_i.
+    const auto hi = m.candidates[i].after;
+    const auto lo = i + 1 < L ? m.candidates[i + 1].after + 1 : to;
+    c.ub.push_back(hi + 1 > lo ? m.between(lo, hi + 1) : 0.0);
+    std::int64_t eb = 0;
+    for (auto t = lo; t <= hi && t < n; ++t) eb = std::max(eb, m.live[static_cast<std::size_t>(t)] - alive(t));
+    c.exb.push_back(std::max<std::int64_t>(0, eb));
+  }
+  return c;
+}
+
+namespace detail {
+
+// Algorithm 1 on a chain view: the offload decisions (indices) of the least idle time, or nothing
+// when no state survives the memory constraints.
+inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, std::int64_t M, double bandwidth, std::int32_t slots) {
+  const auto L = c.x.size();
+  if (L == 0) return std::vector<std::int32_t>{};
+  const double unit = std::max(1.0, std::ceil(static_cast<double>(M) / slots));
+  auto sl = [&](std::int64_t b) { return static_cast<std::int64_t>(std::ceil(static_cast<double>(b) / unit)); };
+  const std::int64_t Ms = static_cast<std::int64_t>(std::floor(static_cast<double>(M) / unit));
+  const double Bs = bandwidth / unit;  // slots per second
+  const std::int64_t floor_d = -Ms;  // more idle credit than the whole memory is never used
+  auto clampd = [&](double d) { return std::max<std::int64_t>(floor_d, static_cast<std::int64_t>(std::llround(d))); };
+  using key = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // M_F, Delta_F, Delta_B (slots)
+  struct entry {
+    double idle;
+    key parent;
+    bool offloaded;
+  };
+  std::vector<std::map<key, entry>> idle(L + 1);
+  idle[0][{0, 0, 0}] = {0.0, {}, false};  // M_F counts the x_i only; ex_F / ex_B hold the rest
+  for (std::size_t i = 0; i < L; ++i) {
+    const auto xi = sl(c.x[i]), xn = i + 1 < L ? sl(c.x[i + 1]) : 0, ef = sl(c.exf[i]), eb = sl(c.exb[i]);
+    if (i == 0) {  // x_0 is produced by the first tick: it enters the memory now
+      auto first = std::move(idle[0]);
+      idle[0].clear();
+      for (auto& [k, e] : first) idle[0][{std::get<0>(k) + xi, std::get<1>(k), std::get<2>(k)}] = e;
+    }
+    for (const auto& kv : idle[i]) {
+      const auto& k = kv.first;  // (no structured bindings: the lambda below captures them, clang 14 refuses)
+      const auto& e = kv.second;
+      const auto [mf, df, db] = k;
+      const auto dfp = std::max<std::int64_t>(0, df), dbp = std::max<std::int64_t>(0, db);
+      const auto mb = dbp + mf - dfp;  // |y_i| = 0
+      if (mf + ef - df + xn > Ms || mb + eb - db > Ms) continue;
+      const double epsf = std::max(0.0, static_cast<double>(mf + ef + xn - Ms) / Bs);  // eq. (1)
+      const double epsb = std::max(0.0, static_cast<double>(mb + eb - Ms) / Bs);       // eq. (6)
+      const double movf = (epsf + c.uf[i]) * Bs, movb = (epsb + c.ub[i]) * Bs;
+      auto put = [&](key nk, bool off) {
+        auto it = idle[i + 1].find(nk);
+        const double v = e.idle + epsf + epsb;
+        if (it == idle[i + 1].end() || v < it->second.idle) idle[i + 1][nk] = {v, k, off};
+      };
+      // offload x_i: eqs. (2), (3), (7)
+      put({mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp + xi), movf)), clampd(static_cast<double>(dfp + xi) - movf),
+           xi + std::max<std::int64_t>(0, clampd(static_cast<double>(db) - movb))},
+          true);
+      // keep x_i: eqs. (4), (5), (8)
+      put({mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf)), clampd(static_cast<double>(df) - movf),
+           clampd(static_cast<double>(db) - movb)},
+          false);
+    }
+  }
+  // The idle time between the phases (eqs. (9)-(10), transfer terms only).
+  double best = std::numeric_limits<double>::infinity();
+  key bk{};
+  for (const auto& [k, e] : idle[L]) {
+    const auto [mf, df, db] = k;
+    (void)mf;
+    double g = 0.0;
+    if (df > 0 && db > 0) g = static_cast<double>(df + db) / Bs;
+    else if (df > 0) g = std::max(0.0, static_cast<double>(df + db) / Bs);   // Delta_F / B - Av_B, Av_B = -Delta_B / B
+    else if (db > 0) g = std::max(0.0, static_cast<double>(db + df) / Bs);   // Delta_B / B - Av_F
+    if (e.idle + g < best) {
+      best = e.idle + g;
+      bk = k;
+    }
+  }
+  if (best == std::numeric_limits<double>::infinity()) return std::nullopt;
+  std::vector<std::int32_t> chosen;
+  for (std::size_t i = L; i > 0; --i) {
+    const auto& e = idle[i].at(bk);
+    if (e.offloaded) chosen.push_back(static_cast<std::int32_t>(i - 1));
+    bk = e.parent;
+  }
+  std::reverse(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+}  // namespace detail
+
+struct dynprog {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  std::int32_t slots = 500;  // S, memory slots (§6: "500 is a reasonable value in practice")
+  [[nodiscard]] std::string name() const { return "dynprog"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto S = slots;
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [S](detail::chooser& ch, std::int64_t target) {
+      const auto& m = ch.model();
+      const auto chosen = detail::algorithm1(make_chain_view(m), target, m.timing.bandwidth, S);
+      if (chosen && ch.consider(*chosen) < std::numeric_limits<double>::infinity()) return ch.best();
+      return detail::greedy_choice(ch, target);  // the decisions do not fit the tick model: GREEDY's
+    });
+  }
+};
+
+static_assert(timeline_stage<dynprog>);
+
+}  // namespace memplan::offload

@@ -1,0 +1,271 @@
+#pragma once
+// The offloaders: pipeline stages (stage_kind::offloader) that choose which candidate values to move
+// to the host so that the peak fits the target, and return the timed timeline of the no-wait
+// ordered schedule (offload/build.hpp) -- the makespan they minimise.
+//
+//   offload::none         offload nothing: the incoming timeline, timed (the baseline makespan)
+//   offload::greedy       GREEDY (§4.2, Thm. 2): the first k values in production order, k the least
+//                         that fits (Thm. 2 starts from the least k whose bytes reach peak - target)
+//   offload::vdnn         the paper's VDNN baseline (§6, after VDNN++): for every threshold on the
+//                         ratio u_F / |x| of the values, offload those above it, or every other of
+//                         them; the best that fits
+//   offload::brute_force  every subset of the candidates (small graphs only): the least makespan;
+//                         the exact optimum of the no-wait ordered schedules the builder makes
+//   offload::refined      greedy, then local search: drop, add or swap one value while the makespan
+//                         improves (memplan's own), within a time limit (2 s; rounds in deterministic mode)
+//   offload::dynprog      Alg. 1 (offload/dynprog.hpp)
+//   offload::combined     keep / offload / recompute (offload/combined.hpp)
+//   offload::default_offloader  the best of greedy, dynprog, vdnn and refined (default_offloader.hpp)
+//
+// Every offloader records its model lower bound (offload::makespan_lower_bound, Prop. 3) in the
+// timeline. Without a memory limit, or when the incoming peak already fits, nothing is offloaded.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/offload/build.hpp>
+#include <memplan/offload/model.hpp>
+
+namespace memplan::offload {
+
+// A choice of values to offload and the makespan the builder gives it.
+struct choice {
+  std::vector<std::int32_t> chosen;
+  double makespan = std::numeric_limits<double>::infinity();
+  [[nodiscard]] bool found() const noexcept { return makespan < std::numeric_limits<double>::infinity(); }
+};
+
+namespace detail {
+
+// Evaluates choices against one (timeline, model, target); keeps the best (least makespan, then
+// fewest bytes moved, then the first seen: deterministic).
+class chooser {
+ public:
+  chooser(const problem& p, const timeline& tl, const tick_model& m, std::int64_t target) : p_(p), tl_(tl), m_(m), target_(target) {}
+  double consider(const std::vector<std::int32_t>& chosen) {
+    ++evaluated_;
+    const auto r = simulate(p_, tl_, m_, chosen, target_);
+    if (!r.feasible) return std::numeric_limits<double>::infinity();
+    if (r.makespan < best_.makespan - 1e-12 * std::max(1.0, r.makespan) ||
+        (same_time(r.makespan, best_.makespan) && r.moved < best_moved_)) {
+      best_ = {chosen, r.makespan};
+      best_moved_ = r.moved;
+    }
+    return r.makespan;
+  }
+  [[nodiscard]] const choice& best() const noexcept { return best_; }
+  [[nodiscard]] std::int64_t evaluated() const noexcept { return evaluated_; }
+  [[nodiscard]] const tick_model& model() const noexcept { return m_; }
+
+ private:
+  const problem& p_;
+  const timeline& tl_;
+  const tick_model& m_;
+  std::int64_t target_;
+  choice best_;
+  std::int64_t best_moved_ = std::numeric_limits<std::int64_t>::max();
+  std::int64_t evaluated_ = 0;
+};
+
+inline std::vector<std::int32_t> first_k(std::int32_t k) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(k));
+  for (std::int32_t i = 0; i < k; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+// GREEDY (Thm. 2): prefixes of the production order from the least k whose bytes reach peak - target.
+inline choice greedy_choice(chooser& ch, std::int64_t target) {
+  const auto& m = ch.model();
+  const auto n = static_cast<std::int32_t>(m.candidates.size());
+  std::int64_t need = m.peak - target, sum = 0;
+  std::int32_t k = 0;
+  while (k < n && sum < need) sum += m.candidates[static_cast<std::size_t>(k++)].bytes;
+  for (; k <= n; ++k)
+    if (ch.consider(first_k(k)) < std::numeric_limits<double>::infinity()) break;
+  return ch.best();
+}
+
+// VDNN (§6): thresholds on u_F / |x|; all values above, and every other one of them.
+inline choice vdnn_choice(chooser& ch) {
+  const auto& cs = ch.model().candidates;
+  std::vector<double> ratio;
+  for (const auto& c : cs) ratio.push_back(c.producer_seconds / static_cast<double>(c.bytes));
+  auto th = ratio;
+  std::sort(th.begin(), th.end(), std::greater<>());
+  th.erase(std::unique(th.begin(), th.end()), th.end());
+  for (double t : th) {
+    std::vector<std::int32_t> all, half;
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (ratio[i] >= t) all.push_back(static_cast<std::int32_t>(i));
+    for (std::size_t i = 0; i < all.size(); i += 2) half.push_back(all[i]);
+    ch.consider(all);
+    ch.consider(half);
+  }
+  return ch.best();
+}
+
+// Local search from a start: drop, add or swap one value while the makespan strictly improves.
+inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int32_t max_rounds, const deadline& clock) {
+  const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
+  double cur_ms = ch.consider(cur);
+  for (std::int32_t round = 0; round < max_rounds; ++round) {
+    std::vector<std::uint8_t> in(static_cast<std::size_t>(n), 0);
+    for (auto i : cur) in[static_cast<std::size_t>(i)] = 1;
+    std::vector<std::int32_t> best_set;
+    double best_ms = cur_ms;
+    auto with = [&](std::int32_t drop, std::int32_t add) {
+      std::vector<std::int32_t> v;
+      for (std::int32_t i = 0; i < n; ++i)
+        if ((in[static_cast<std::size_t>(i)] && i != drop) || i == add) v.push_back(i);
+      return v;
+    };
+    auto test = [&](std::vector<std::int32_t> v) {
+      if (clock.expired()) return;
+      const double ms = ch.consider(v);
+      if (ms < best_ms - 1e-12 * std::max(1.0, ms)) {
+        best_ms = ms;
+        best_set = std::move(v);
+      }
+    };
+    for (std::int32_t i = 0; i < n; ++i) test(in[static_cast<std::size_t>(i)] ? with(i, -1) : with(-1, i));
+    if (best_set.empty())
+      for (std::int32_t i = 0; i < n; ++i)
+        if (in[static_cast<std::size_t>(i)])
+          for (std::int32_t j = std::max<std::int32_t>(0, i - 4); j < std::min(n, i + 5); ++j)
+            if (!in[static_cast<std::size_t>(j)]) test(with(i, j));
+    if (best_set.empty() || clock.expired()) {
+      if (!best_set.empty()) cur = std::move(best_set);
+      break;
+    }
+    cur = std::move(best_set);
+    cur_ms = best_ms;
+  }
+  return ch.best();
+}
+
+// The frame every offloader shares: model, target, the choice, the timed timeline, the stage record.
+template <class Choose>
+timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, const std::string& name, Choose&& choose) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto target = ctx.peak_target();
+  const auto m = make_model(p, tl, ctx.timing);
+  std::vector<std::int32_t> chosen;
+  std::string note;
+  const bool reduce = m.peak > target;
+  if (reduce && !(ctx.timing.bandwidth > 0))
+    throw error(errc::invalid_argument, "offloader '" + name + "': the peak " + std::to_string(m.peak) + " bytes exceeds the target " +
+                                            std::to_string(target) + " and offloading needs a bandwidth (plan_context::timing, --bandwidth)");
+  double lb = m.compute_time;
+  std::int64_t fit = target;
+  if (reduce) {
+    lb = makespan_lower_bound(m, target);
+    chooser ch(p, tl, m, target);
+    const auto c = choose(ch, target);
+    if (c.found()) {
+      chosen = c.chosen;
+      note = name + ": offloads " + std::to_string(chosen.size()) + " of " + std::to_string(m.candidates.size()) + " values (" +
+             std::to_string(ch.evaluated()) + " schedules simulated)";
+    } else {
+      // Nothing fits: the least peak offloading reaches (every value, waiting for every copy), and say so
+      // (the pipeline reports the overshoot).
+      chosen = first_k(static_cast<std::int32_t>(m.candidates.size()));
+      fit = least_peak(m);
+      lb = makespan_lower_bound(m, fit);
+      note = name + ": no choice of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
+             std::to_string(target) + " bytes; offloaded all, peak " + std::to_string(fit);
+    }
+  }
+  auto out = build(p, tl, m, chosen, fit);
+  out.makespan_lower_bound = std::min(lb, out.makespan);
+  if (ctx.timing.host_limit >= 0 && out.host_peak > ctx.timing.host_limit)
+    throw error(errc::infeasible, "offloader '" + name + "': the offloaded values need " + std::to_string(out.host_peak) +
+                                      " bytes of host memory, above the host limit of " + std::to_string(ctx.timing.host_limit));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.stages.push_back({stage_kind::offloader, name, secs, note});
+  return out;
+}
+
+}  // namespace detail
+
+struct none {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  [[nodiscard]] std::string name() const { return "none"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    plan_context c = ctx;
+    c.memory_target = std::numeric_limits<std::int64_t>::max();
+    c.budget = c.capacity = -1;
+    return detail::run_offloader(p, std::move(tl), c, name(), [](detail::chooser& ch, std::int64_t) { return ch.best(); });
+  }
+};
+
+struct greedy {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  [[nodiscard]] std::string name() const { return "greedy"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [](detail::chooser& ch, std::int64_t target) { return detail::greedy_choice(ch, target); });
+  }
+};
+
+struct vdnn {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  [[nodiscard]] std::string name() const { return "vdnn"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [](detail::chooser& ch, std::int64_t) { return detail::vdnn_choice(ch); });
+  }
+};
+
+struct brute_force {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  std::int32_t max_candidates = 16;  // 2^16 schedules at most
+  [[nodiscard]] std::string name() const { return "brute_force"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto limit = max_candidates;
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [limit](detail::chooser& ch, std::int64_t) {
+      const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
+      if (n > limit)
+        throw error(errc::invalid_argument, "offload::brute_force: " + std::to_string(n) + " offloadable values, more than its limit of " +
+                                                std::to_string(limit));
+      for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
+        std::vector<std::int32_t> v;
+        for (std::int32_t i = 0; i < n; ++i)
+          if (mask >> i & 1u) v.push_back(i);
+        ch.consider(v);
+      }
+      return ch.best();
+    });
+  }
+};
+
+struct refined {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  std::int32_t max_rounds = 64;
+  double time_limit_s = 2.0;  // for the local search (the context's time limit overrides it; none in deterministic mode)
+  [[nodiscard]] std::string name() const { return "refined"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto rounds = max_rounds;
+    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, &clock](detail::chooser& ch, std::int64_t target) {
+      const auto g = detail::greedy_choice(ch, target);
+      return detail::refine_choice(ch, g.found() ? g.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())), rounds,
+                                   clock);
+    });
+  }
+};
+
+static_assert(timeline_stage<none>);
+static_assert(timeline_stage<greedy>);
+static_assert(timeline_stage<vdnn>);
+static_assert(timeline_stage<brute_force>);
+static_assert(timeline_stage<refined>);
+
+}  // namespace memplan::offload

@@ -1,0 +1,324 @@
+// Offloading (include/memplan/offload): timed plans verified, policies against the exact brute force
+// on small chains, the reduction instance of Beaumont et al. Fig. 3, random training DAGs, verify's
+// timing checks, JSON round trip.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <memplan/core/adapt.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/io/plan_json.hpp>
+#include <memplan/offload/combined.hpp>
+#include <memplan/offload/default_offloader.hpp>
+#include <memplan/offload/dynprog.hpp>
+#include <memplan/offload/policies.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "../remat/remat_graphs.hpp"
+#include "offload_chains.hpp"
+
+using namespace memplan;
+
+namespace {
+
+plan_context timed_ctx(double bandwidth, std::int64_t budget = -1) {
+  plan_context c;
+  c.timing.bandwidth = bandwidth;
+  c.budget = budget;
+  return c;
+}
+
+template <class O>
+memory_plan offload_plan(const problem& p, O o, const plan_context& c) {
+  return plan(p, schedule::given{} | o | place::default_placer{}, c);
+}
+
+std::int64_t no_offload_peak(const problem& p) { return given_timeline(p).peak; }
+
+// The least budget some offload plan meets on this order: the peak with every candidate off the device.
+std::int64_t least_peak(const problem& p) {
+  const auto tl = given_timeline(p);
+  return offload::least_peak(offload::make_model(p, tl, {.bandwidth = 1.0}));
+}
+
+}  // namespace
+
+TEST_CASE("offload::none times the incoming timeline: makespan = compute time, no transfers") {
+  const auto p = make_problem(testing::offload_chain(testing::random_chain(1, 5)));
+  const auto mp = offload_plan(p, offload::none{}, timed_ctx(10.0));
+  CHECK(mp.timed);
+  CHECK(mp.stats.transfer_bytes == 0);
+  CHECK(mp.makespan == doctest::Approx(mp.compute_time));
+  CHECK(mp.stats.makespan == mp.makespan);
+  CHECK(mp.host_peak == 0);
+  CHECK(verify(p, mp));
+}
+
+TEST_CASE("offload policies on random chains: verified, within the budget, above the lower bound, brute force least") {
+  int offloading = 0, cases = 0, overshoots = 0;
+  std::map<std::string, std::vector<double>> ratio;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const auto spec = testing::random_chain(seed, 4 + seed % 5);
+    const auto p = make_problem(testing::offload_chain(spec, "chain" + std::to_string(seed)));
+    const auto peak = no_offload_peak(p), least = least_peak(p);
+    for (double f : {0.0, 0.3, 0.6, 0.9}) {
+      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
+      const double bw = 4.0 + static_cast<double>(seed % 3) * 6.0;
+      CAPTURE(seed);
+      CAPTURE(budget);
+      const auto ctx = timed_ctx(bw, budget);
+      memory_plan exact;
+      try {
+        exact = offload_plan(p, offload::brute_force{}, ctx);
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);  // the placed arena overshoots the least peak (fragmentation)
+        ++overshoots;
+        continue;
+      }
+      CHECK(exact.peak <= budget);
+      CHECK(exact.arena <= budget);
+      CHECK(exact.makespan >= exact.makespan_lower_bound - 1e-9);
+      CHECK(exact.makespan_lower_bound >= exact.compute_time - 1e-9);
+      ++cases;
+      if (exact.stats.transfer_bytes > 0) ++offloading;
+      for (const auto& mp : {offload_plan(p, offload::greedy{}, ctx), offload_plan(p, offload::vdnn{}, ctx),
+                             offload_plan(p, offload::refined{}, ctx), offload_plan(p, offload::dynprog{}, ctx),
+                             offload_plan(p, offload::default_offloader{}, ctx)}) {
+        CAPTURE(mp.stats.offloader);
+        CHECK(verify(p, mp));
+        CHECK(mp.arena <= budget);
+        CHECK(mp.makespan >= mp.makespan_lower_bound - 1e-9);
+        CHECK(mp.stats.transfer_bytes % 2 == 0);
+      }
+      // At one memory target (before placement), brute force is the least makespan of them all.
+      plan_context tc = ctx;
+      tc.budget = -1;
+      tc.memory_target = budget;
+      const auto tl = given_timeline(p);
+      const auto best = offload::brute_force{}.run(p, tl, tc);
+      CHECK(best.peak <= budget);
+      for (const auto& other : {offload::greedy{}.run(p, tl, tc), offload::vdnn{}.run(p, tl, tc), offload::refined{}.run(p, tl, tc),
+                                offload::dynprog{}.run(p, tl, tc), offload::default_offloader{}.run(p, tl, tc)}) {
+        CHECK(other.peak <= budget);
+        CHECK(other.makespan >= best.makespan - 1e-9);
+        const auto who = other.stages.back().name;
+        ratio[who.rfind("default", 0) == 0 ? std::string("default") : who].push_back(other.makespan / best.makespan);
+      }
+    }
+  }
+  CHECK(offloading > cases / 2);
+  CHECK(overshoots <= 4);
+  for (const auto& [name, r] : ratio) {
+    double worst = 1.0, sum = 0.0;
+    int exact = 0;
+    for (auto x : r) {
+      worst = std::max(worst, x);
+      sum += x;
+      exact += x < 1.0 + 1e-9;
+    }
+    MESSAGE(name << ": makespan / brute force mean " << sum / static_cast<double>(r.size()) << ", worst " << worst << ", optimal in " << exact
+                 << " of " << r.size());
+  }
+  CHECK(ratio["refined"].size() == ratio["greedy"].size());
+}
+
+TEST_CASE("Beaumont Fig. 3 (2-partition): makespan 2 exactly when the values split in two halves") {
+  // x_1..x_n = u, then F_{n+1} (0 s) -> 0 B, F_{n+2} (1 s) -> 0 B, F_{n+3} -> V, F_{n+4} -> 0 B; B_{n+2} lasts 1 s;
+  // bandwidth V bytes per second, budget 2V: the values offloaded during F_{n+2} must be exactly V.
+  auto instance = [](const std::vector<std::int64_t>& u) {
+    std::int64_t V = 0;
+    for (auto x : u) V += x;
+    V /= 2;
+    testing::chain_spec c;
+    c.x.push_back(0);
+    for (auto x : u) c.x.push_back(x);
+    for (std::int64_t x : {std::int64_t{0}, std::int64_t{0}, V, std::int64_t{0}}) c.x.push_back(x);
+    const auto L = c.x.size() - 1;
+    c.g.assign(L + 1, 0);
+    c.uf.assign(L, 0.0);
+    c.ub.assign(L, 0.0);
+    c.uf[u.size() + 1] = 1.0;  // F_{n+2}
+    c.ub[u.size() + 1] = 1.0;  // B_{n+2}
+    return std::make_pair(c, V);
+  };
+  for (const auto& [u, splits] : std::vector<std::pair<std::vector<std::int64_t>, bool>>{
+           {{8, 16, 24}, true}, {{8, 8, 32}, false}, {{8, 24, 16, 16}, true}, {{8, 8, 8, 40}, false}}) {
+    const auto [spec, V] = instance(u);
+    const auto p = make_problem(testing::offload_chain(spec, "fig3"));
+    CHECK(no_offload_peak(p) == 3 * V);
+    const auto mp = offload_plan(p, offload::brute_force{}, timed_ctx(static_cast<double>(V), 2 * V));
+    CAPTURE(mp.makespan);
+    CHECK(verify(p, mp));
+    if (splits) CHECK(mp.makespan == doctest::Approx(2.0));
+    else CHECK(mp.makespan > 2.0 + 1e-9);
+    CHECK(mp.makespan_lower_bound <= mp.makespan + 1e-9);
+  }
+}
+
+TEST_CASE("offload policies on random training DAGs (skips, in-place, dropout, workspaces): every plan verified") {
+  int plans = 0, moved = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto p = make_problem(testing::training_chain(seed, {.layers = 3 + static_cast<int>(seed % 4)}));
+    const auto peak = no_offload_peak(p), least = least_peak(p);
+    if (least >= peak) continue;
+    for (double f : {0.0, 0.5}) {
+      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
+      CAPTURE(seed);
+      CAPTURE(budget);
+      const auto ctx = timed_ctx(8.0, budget);
+      for (int k = 0; k < 3; ++k) {
+        memory_plan mp;
+        try {
+          mp = k == 0 ? offload_plan(p, offload::greedy{}, ctx) : k == 1 ? offload_plan(p, offload::vdnn{}, ctx) : offload_plan(p, offload::refined{}, ctx);
+        } catch (const error& e) {
+          CHECK(e.code() == errc::infeasible);  // fragmentation: the placed arena overshoots the least peak
+          continue;
+        }
+        CHECK(verify(p, mp));
+        CHECK(mp.arena <= budget);
+        CHECK(mp.makespan >= mp.makespan_lower_bound - 1e-9);
+        ++plans;
+        moved += mp.stats.transfer_bytes > 0;
+      }
+    }
+  }
+  CHECK(plans > 20);
+  CHECK(moved > 10);
+}
+
+TEST_CASE("verify rejects timed plans that read in flight, reuse memory before a copy completes, or misstate times") {
+  const auto spec = testing::random_chain(3, 6);
+  const auto p = make_problem(testing::offload_chain(spec));
+  const auto peak = no_offload_peak(p), least = least_peak(p);
+  const auto mp = offload_plan(p, offload::greedy{}, timed_ctx(5.0, (peak + least) / 2));
+  REQUIRE(verify(p, mp));
+  REQUIRE(mp.stats.transfer_bytes > 0);
+  std::size_t pre = 0, off = 0;
+  for (std::size_t i = 0; i < mp.steps.size(); ++i) {
+    if (mp.steps[i].kind == step_kind::prefetch) pre = i;
+    if (mp.steps[i].kind == step_kind::offload && off == 0) off = i;
+  }
+  auto shifted = [](memory_plan m, std::size_t from, double dt) {
+    for (std::size_t i = from; i < m.steps.size(); ++i) {
+      m.steps[i].begin += dt;
+      m.steps[i].end += dt;
+    }
+    m.makespan += dt;
+    return m;
+  };
+  {  // the prefetch ends later: its reader reads in flight
+    auto bad = mp;
+    bad.steps[pre].end += 100.0;
+    bad.steps[pre].begin += 100.0;
+    CHECK_FALSE(verify(p, bad));
+  }
+  {  // the op after the offload starts before the copy completes
+    auto bad = mp;
+    bad.steps[off].begin += 1000.0;
+    bad.steps[off].end += 1000.0;
+    const auto r = verify(p, bad);
+    CHECK_FALSE(r);
+  }
+  {  // an op lasting less than its cost
+    auto bad = mp;
+    for (auto& s : bad.steps)
+      if (runs_op(s.kind) && s.end > s.begin) {
+        s.end = s.begin + (s.end - s.begin) / 2;
+        break;
+      }
+    CHECK_FALSE(verify(p, bad));
+  }
+  {  // a wrong makespan or host peak
+    auto bad = mp;
+    bad.makespan += 1.0;
+    CHECK_FALSE(verify(p, bad));
+    bad = mp;
+    bad.host_peak += 8;
+    CHECK_FALSE(verify(p, bad));
+  }
+  {  // a host limit below the host peak
+    auto bad = mp;
+    bad.timing.host_limit = mp.host_peak - 1;
+    CHECK_FALSE(verify(p, bad));
+  }
+  CHECK(verify(p, shifted(mp, 0, 0.5)));  // delaying everything keeps every constraint
+}
+
+TEST_CASE("timed plans round-trip through the plan JSON") {
+  const auto p = make_problem(testing::offload_chain(testing::random_chain(5, 6)));
+  const auto peak = no_offload_peak(p), least = least_peak(p);
+  const auto mp = offload_plan(p, offload::refined{}, timed_ctx(7.0, (peak + least) / 2));
+  REQUIRE(mp.stats.transfer_bytes > 0);
+  const auto back = io::plan_from_json(p, io::plan_to_json(p, mp));
+  CHECK(back.timed);
+  CHECK(back.timing == mp.timing);
+  CHECK(back.makespan == mp.makespan);
+  CHECK(back.host_peak == mp.host_peak);
+  CHECK(back.makespan_lower_bound == mp.makespan_lower_bound);
+  CHECK(back.steps == mp.steps);
+  CHECK(back.stats.makespan == mp.stats.makespan);
+  CHECK(verify(p, back));
+}
+
+TEST_CASE("an offloader without a bandwidth says what is missing; FLOP costs need the device's FLOP/s") {
+  const auto p = make_problem(testing::offload_chain(testing::random_chain(2, 5)));
+  CHECK_THROWS_WITH_AS(offload_plan(p, offload::greedy{}, timed_ctx(0.0, least_peak(p))), doctest::Contains("bandwidth"), error);
+  auto g = testing::offload_chain(testing::random_chain(2, 5));
+  g.set_cost_unit("flops");
+  const auto pf = make_problem(g);
+  CHECK_THROWS_WITH_AS(offload_plan(pf, offload::none{}, timed_ctx(1.0)), doctest::Contains("FLOP"), error);
+  auto c = timed_ctx(1.0);
+  c.timing.device_flops = 2.0;
+  const auto mp = offload_plan(pf, offload::none{}, c);
+  double cost = 0;
+  for (op_id o = 0; o < pf.num_ops(); ++o) cost += pf.cost(o);
+  CHECK(mp.makespan == doctest::Approx(cost / 2.0));
+}
+
+TEST_CASE("offload::combined is never slower than offloading alone or recomputing alone at the same target") {
+  int compared = 0, strictly = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto p = make_problem(testing::training_chain(seed, {.layers = 4 + static_cast<int>(seed % 3)}));
+    const auto tl = given_timeline(p);
+    const auto least = least_peak(p);
+    if (least >= tl.peak) continue;
+    for (double f : {0.2, 0.6}) {
+      plan_context c;
+      c.timing.bandwidth = 6.0;
+      c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      CAPTURE(seed);
+      CAPTURE(c.memory_target);
+      const auto off = offload::refined{}.run(p, tl, c);
+      const auto rec = offload::none{}.run(p, remat::default_checkpointer{}.run(p, tl, c), c);
+      const auto both = offload::combined<>{}.run(p, tl, c);
+      CHECK(both.peak <= c.memory_target);
+      CHECK(both.stages.back().name == "combined");
+      for (const auto* alone : {&off, &rec})
+        if (alone->peak <= c.memory_target) {
+          CHECK(both.makespan <= alone->makespan + 1e-9);
+          ++compared;
+          strictly += both.makespan < alone->makespan - 1e-9;
+        }
+      // Placed and verified through the pipeline.
+      plan_context pc;
+      pc.timing = c.timing;
+      pc.budget = c.memory_target;
+      try {
+        const auto mp = plan(p, schedule::given{} | offload::combined<>{} | place::default_placer{}, pc);
+        CHECK(verify(p, mp));
+        CHECK(mp.arena <= pc.budget);
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);
+      }
+    }
+  }
+  CHECK(compared > 10);
+  MESSAGE("combined strictly faster than one of the two alone in " << strictly << " of " << compared << " comparisons");
+}
