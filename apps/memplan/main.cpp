@@ -410,7 +410,11 @@ int main(int argc, char** argv) {
     if (*ver) return run_verify(vgraph, vplan);
     if (*expl) return cli::run_explain(ea);
     if (*comp) {
-      cli::write_bash_completion(std::cout, app, sched_names, checkpointers().joined_names(), place_names);
+      cli::write_bash_completion(std::cout, app,
+                                 {{"--scheduler", sched_names},
+                                  {"--checkpointer", checkpointers().joined_names()},
+                                  {"--offloader", offloaders().joined_names()},
+                                  {"--placer", place_names}});
       return 0;
     }
     if (*stats) return run_stats(sgraph, stop, sjson);

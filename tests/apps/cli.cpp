@@ -397,7 +397,7 @@ TEST_CASE("--version snapshot; bash completion lists every subcommand and option
   const auto c = s.run("completion bash");
   REQUIRE(c.code == 0);
   for (const auto* what : {"complete -o filenames -F _memplan memplan", "plan)", "explain)", "--budget", "--checkpointer)", "chen_sqrt",
-                           "greedy_by_size", "--svg"})
+                           "greedy_by_size", "--svg", "--offloader)", "dynprog"})
     CHECK_MESSAGE(has(c.out, what), what);
   s.write("memplan.bash", c.out);
   CHECK(std::system(("bash -n '" + s / "memplan.bash" + "'").c_str()) == 0);
