@@ -233,3 +233,16 @@ TEST_CASE("regression (fuzz buffers_csv): pinned buffers that overlap while live
   ok.buffers = {{0, 3, 100, 4, 0}, {1, 4, 64, 1, 100}, {3, 5, 64, 1, 0}};
   CHECK_NOTHROW(validate(ok));
 }
+
+TEST_CASE("regression (fuzz verify_mutated): verify reports an offset near 2^63 without overflowing") {
+  problem_builder b("two");
+  auto x = b.add_tensor("x", 100, tensor_kind::input);
+  auto y = b.add_tensor("y", 512, tensor_kind::output);
+  b.add_op("f", {x}, {y});
+  const auto p = b.build();
+  auto mp = memplan::plan(p, schedule::given{} | place::best_fit{});
+  mp.mats.back().offset = max64 - 255;  // the fuzzer's value: [offset, offset + 512) ends past 2^63
+  const auto v = verify(p, mp);
+  CHECK_FALSE(v.ok);
+  CHECK(v.violation.find("at [9223372036854775552, 9223372036854776064) lies outside the arena") != std::string::npos);
+}
