@@ -144,7 +144,7 @@ TEST_CASE("edges: tensors at memplan's size limit (2^61 - 1 bytes each, 2^62 - 1
     FAIL("expected an error");
   } catch (const error& e) {
     CHECK(e.code() == errc::invalid_graph);
-    CHECK(std::string(e.what()) == "tensor 'z' has 2305843009213693952 bytes, more than the 2^61 - 1 bytes memplan can place");
+    CHECK(std::string(e.what()) == "tensor 'z': size 2305843009213693952 overflows memplan's arena arithmetic (at most 2^61 - 1 bytes per tensor)");
   }
 }
 

@@ -149,8 +149,8 @@ inline problem problem_builder::build() {
     // Placement works in int64 with room for alignment padding and sums (core/buffer.hpp refuses
     // buffers above max / 4): a larger tensor is refused here, by name, not later as "buffer k".
     if (ti.bytes > std::numeric_limits<std::int64_t>::max() / 4)
-      throw error(errc::invalid_graph, "tensor '" + ti.name + "' has " + std::to_string(ti.bytes) +
-                                           " bytes, more than the 2^61 - 1 bytes memplan can place");
+      throw error(errc::invalid_graph, "tensor '" + ti.name + "': size " + std::to_string(ti.bytes) +
+                                           " overflows memplan's arena arithmetic (at most 2^61 - 1 bytes per tensor)");
     if (total > std::numeric_limits<std::int64_t>::max() / 2 - ti.bytes)
       throw error(errc::invalid_graph, "tensor '" + ti.name + "': total size of the graph overflows 64 bits");
     total += ti.bytes;
