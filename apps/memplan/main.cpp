@@ -30,6 +30,7 @@
 
 #include "args.hpp"
 #include "backends.hpp"
+#include "command_line.hpp"
 #include "completion.hpp"
 #include "explain_cmd.hpp"
 #include "frontier.hpp"
@@ -74,7 +75,7 @@ struct plan_args {
   double time_limit = -1;
   std::string bandwidth, device_flops, host_limit;  // offloading: bytes/s, FLOP/s (plain or 12e9), host bytes
   std::int64_t alignment = 1;
-  bool quiet = false, verbose = false;
+  bool quiet = false, verbose = false, deterministic = false;
 };
 
 int run_plan(const plan_args& a) {
@@ -93,6 +94,7 @@ int run_plan(const plan_args& a) {
   ctx.progress = cli::progress_printer(a.verbose, a.quiet);
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
+  ctx.deterministic = a.deterministic;
   ctx.solver = cli::milp_backend();
   std::int64_t capacity = -1;
   if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
@@ -235,12 +237,13 @@ int run_dot(const std::string& graph, const std::string& out, bool lr) {
 
 // ---- place -----------------------------------------------------------------------------------------------
 int run_place(const std::string& input, const std::string& capacity, const std::string& placer, double time_limit,
-              const std::string& out) {
+              bool deterministic, const std::string& out) {
   cli::csv_run_options o;
   o.input = input;
   if (!capacity.empty()) o.capacity = parse_bytes(capacity, "--capacity");
   o.placer = placer;
   o.time_limit_s = time_limit;
+  o.deterministic = deterministic;
   o.output = out;
   (void)placers().make(placer);  // an unknown name is bad input, before any work
   const auto r = cli::run_csv(o, &std::cout);
@@ -253,7 +256,7 @@ int run_place(const std::string& input, const std::string& capacity, const std::
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int memplan::cli::run_command_line(int argc, const char* const* argv, const command_line_limits& limits) {
   CLI::App app{"memplan: plans the memory of neural-network graphs (operator order, tensor offsets in one arena).", "memplan"};
   app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
@@ -293,6 +296,9 @@ int main(int argc, char** argv) {
   plan->add_option("--dot", pa.dot, "write the graph in Graphviz DOT");
   plan->add_flag("-q,--quiet", pa.quiet, "print nothing (files and exit code only)");
   plan->add_flag("-v,--verbose", pa.verbose, "print every progress event on stderr (default: on a terminal, the work that runs a second or more)");
+  plan->add_flag("--deterministic", pa.deterministic,
+                 "count work (iterations, search nodes) instead of time, ignoring --time-limit: the same graph and options "
+                 "give a byte-identical plan file on every run and machine (stats.*_seconds are then written as 0)");
   plan->footer(
       "Examples:\n"
       "  memplan plan data/models/resnet18-train-b32.json.gz --svg heap.svg --report-json report.json\n"
@@ -345,12 +351,14 @@ int main(int argc, char** argv) {
 
   std::string pin, pcap, pplacer = "default", pout;
   double ptl = -1;
+  bool pdet = false;
   auto* plc = app.add_subcommand("place", "Place a list of buffers with fixed lifetimes (MiniMalloc CSV: id,lower,upper,size).");
   plc->add_option("buffers", pin, "CSV file with the header id,lower,upper,size[,offset][,alignment]")->required();
   plc->add_option("--capacity", pcap, "arena limit in bytes (4096, 512MiB, ...); exit 1 when it cannot be met");
   plc->add_option("--placer", pplacer, "placement policy: " + place_names)->capture_default_str();
   plc->add_option("--time-limit", ptl, "seconds for the placers that search (exact, default)");
   plc->add_option("-o,--output", pout, "write id,lower,upper,size,offset");
+  plc->add_flag("--deterministic", pdet, "count search nodes instead of time (ignores --time-limit): the same offsets on every run");
   plc->footer("Example:\n  memplan place buffers.csv --placer best_fit -o offsets.csv\n  memplan place A.1048576.csv --capacity 1048576");
 
   cli::frontier_args fa;
@@ -404,6 +412,10 @@ int main(int argc, char** argv) {
     std::cerr << "memplan: error: " << one_line(e.what()) << " (run 'memplan --help' or 'memplan SUBCOMMAND --help')\n";
     return 2;
   }
+  if (limits.parse_only) return 0;
+  if (limits.max_time_limit_s >= 0) {
+    for (double* t : {&pa.time_limit, &ptl, &fa.time_limit}) *t = *t < 0 ? limits.max_time_limit_s : std::min(*t, limits.max_time_limit_s);
+  }
 
   try {
     if (*plan) return run_plan(pa);
@@ -419,7 +431,7 @@ int main(int argc, char** argv) {
     }
     if (*stats) return run_stats(sgraph, stop, sjson);
     if (*dot) return run_dot(dgraph, dout, dlr);
-    if (*plc) return run_place(pin, pcap, pplacer, ptl, pout);
+    if (*plc) return run_place(pin, pcap, pplacer, ptl, pdet, pout);
     if (*fr) return cli::run_frontier(fa);
     if (*zoo_cmd) return cli::run_zoo(za);
     if (*sym) return cli::run_symbolic(sa);
@@ -435,3 +447,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+#ifndef MEMPLAN_CLI_NO_MAIN
+int main(int argc, char** argv) { return memplan::cli::run_command_line(argc, argv); }
+#endif

@@ -21,6 +21,7 @@ struct csv_run_options {
   std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
   std::string placer = "default";         // a name of memplan::placers()
   double time_limit_s = -1;               // seconds for the placers that search; < 0: 60 with a capacity, else their defaults
+  bool deterministic = false;             // search-node limits instead of time limits: the same offsets on every run
   std::string output{};                   // path for id,lower,upper,size,offset; empty: none
 };
 
@@ -42,6 +43,7 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
   // at the first placement that fits); without one, their own defaults.
   plan_context ctx;
   ctx.time_limit_s = o.time_limit_s >= 0 ? o.time_limit_s : o.capacity ? 60.0 : -1.0;
+  ctx.deterministic = o.deterministic;
   const auto t0 = std::chrono::steady_clock::now();
   r.placement = placer.place(r.list.problem, ctx);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

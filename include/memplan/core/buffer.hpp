@@ -3,11 +3,16 @@
 // no two buffers whose lifetimes overlap share an address (OLLA §2.3, eq. 6-8; MemoMalloc §2.3). A
 // timeline's materializations and workspaces become such buffers (core/timeline.hpp); the MiniMalloc
 // benchmark format (id,lower,upper,size) is one too. Every placer of place/ solves it.
+#include <algorithm>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/error.hpp>
@@ -44,7 +49,8 @@ inline std::int64_t effective_alignment(const buffer_problem& p, const buffer& b
 
 inline std::int64_t align_up(std::int64_t x, std::int64_t a) { return (x + a - 1) / a * a; }
 
-// Validates the input: sizes, lifetimes and alignments. Throws memplan::error naming the buffer.
+// Validates the input: sizes, lifetimes, alignments and pinned offsets. Throws memplan::error naming the
+// buffer (errc::invalid_argument; errc::infeasible for pinned buffers that overlap while live together).
 inline void validate(const buffer_problem& p) {
   auto pow2 = [](std::int64_t a) { return a > 0 && (a & (a - 1)) == 0; };
   if (!pow2(p.alignment))
@@ -62,6 +68,67 @@ inline void validate(const buffer_problem& p) {
       throw error(errc::invalid_argument, who + ": fixed offset " + std::to_string(b.fixed_offset) + " breaks its alignment");
     if (b.size > std::numeric_limits<std::int64_t>::max() / 4)
       throw error(errc::invalid_argument, who + ": size " + std::to_string(b.size) + " overflows");
+    if (b.fixed_offset > std::numeric_limits<std::int64_t>::max() / 2)
+      throw error(errc::invalid_argument, who + ": fixed offset " + std::to_string(b.fixed_offset) + " overflows the arena arithmetic");
+  }
+  // The worst arena any placer can build: every buffer stacked above the highest pinned one, each
+  // padded to its alignment and rounded up as an allocator model rounds it (up to a 20 MiB segment,
+  // place/online/caching_allocator.hpp; 64 MiB are allowed). Refused when that can leave 2^62 - 1,
+  // so that no offset + size inside a placer overflows int64.
+  {
+    constexpr std::int64_t half = std::numeric_limits<std::int64_t>::max() / 2;
+    constexpr std::int64_t rounding = std::int64_t{1} << 26;
+    std::int64_t worst = 0;
+    for (const auto& b : p.buffers)
+      if (b.fixed_offset >= 0) worst = std::max(worst, b.fixed_offset + b.size);
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+      const auto& b = p.buffers[i];
+      const auto term = b.size + (effective_alignment(p, b) - 1) + rounding;
+      if (worst > half - term)
+        throw error(errc::limit_exceeded, "buffer problem: " + std::to_string(p.buffers.size()) +
+                                              " buffers with their sizes and alignment padding could need an arena beyond 2^62 "
+                                              "bytes (first past it: buffer " + std::to_string(i) + ", " + std::to_string(b.size) +
+                                              " bytes, alignment " + std::to_string(effective_alignment(p, b)) +
+                                              "); memplan's offsets are int64");
+      worst += term;
+    }
+  }
+  // Pinned buffers that are live together must not overlap: no placer can move them apart. A sweep
+  // over lifetimes with the live pinned buffers ordered by offset (O(k log k) for k pinned buffers).
+  std::vector<std::size_t> pinned;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].fixed_offset >= 0 && p.buffers[i].size > 0) pinned.push_back(i);
+  if (pinned.size() < 2) return;
+  std::vector<std::pair<std::int64_t, std::ptrdiff_t>> events;  // (time, ~i: end | i: start); ends sort first
+  events.reserve(2 * pinned.size());
+  for (auto i : pinned) {
+    events.emplace_back(p.buffers[i].lower, static_cast<std::ptrdiff_t>(i));
+    events.emplace_back(p.buffers[i].upper, ~static_cast<std::ptrdiff_t>(i));
+  }
+  std::sort(events.begin(), events.end());
+  std::map<std::int64_t, std::size_t> live;  // offset -> buffer
+  auto overlap = [&](std::size_t a, std::size_t b) {
+    const auto& x = p.buffers[a];
+    const auto& y = p.buffers[b];
+    return error(errc::infeasible, "buffers " + std::to_string(a) + " and " + std::to_string(b) + " are pinned at overlapping offsets [" +
+                                       std::to_string(x.fixed_offset) + ", " + std::to_string(x.fixed_offset + x.size) + ") and [" +
+                                       std::to_string(y.fixed_offset) + ", " + std::to_string(y.fixed_offset + y.size) +
+                                       ") while both are live");
+  };
+  for (const auto& [time, code] : events) {
+    if (code < 0) {
+      live.erase(p.buffers[static_cast<std::size_t>(~code)].fixed_offset);
+      continue;
+    }
+    const auto i = static_cast<std::size_t>(code);
+    const auto& b = p.buffers[i];
+    auto next = live.lower_bound(b.fixed_offset);
+    if (next != live.end() && next->first < b.fixed_offset + b.size) throw overlap(next->second, i);
+    if (next != live.begin()) {
+      const auto prev = std::prev(next);
+      if (prev->first + p.buffers[prev->second].size > b.fixed_offset) throw overlap(prev->second, i);
+    }
+    live.emplace(b.fixed_offset, i);
   }
 }
 

@@ -70,7 +70,12 @@ struct plan_context {
   // result, > 0 is the limit in seconds.
   double time_limit_s = -1.0;
   // Count work (iterations, nodes) instead of wall-clock time, so that the result does not depend on
-  // the machine's speed or load. Policies then ignore their time limits.
+  // the machine's speed or load. Policies then ignore their time limits, and plan() leaves the
+  // stats' *_seconds at 0: equal inputs and options give equal plans and byte-identical plan files
+  // (`memplan plan --deterministic`). Without it, any policy that stops on a deadline (local search,
+  // the exact and default placers, the exact scheduler, the ILP policies) returns whatever it had
+  // found when the clock ran out, which depends on the machine's speed and load; policies that never
+  // search (given, the list schedulers, the greedy placers) are deterministic in both modes.
   bool deterministic = false;
   progress_callback progress{};
 

@@ -141,6 +141,11 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                           : std::max(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes, mp.order_lower_bound);
   set_lower_bound(mp.stats, lb);
   if (ctx.compute_given_peak) mp.stats.given_peak = ctx.cache->given_peak();
+  if (ctx.deterministic) {
+    // Wall-clock figures are the one part of a plan that differs between runs: leave them out so
+    // that equal inputs give equal plans (operator==) and byte-identical plan files.
+    mp.stats.schedule_seconds = mp.stats.checkpoint_seconds = mp.stats.offload_seconds = mp.stats.place_seconds = 0.0;
+  }
   verify_or_throw(p, mp);
   return mp;
 }

@@ -146,6 +146,11 @@ inline problem problem_builder::build() {
       throw error(errc::invalid_graph, "tensor '" + ti.name + "' has negative size " + std::to_string(ti.bytes));
     if (ti.kind == tensor_kind::control && ti.bytes != 0)
       throw error(errc::invalid_graph, "control tensor '" + ti.name + "' must have 0 bytes, has " + std::to_string(ti.bytes));
+    // Placement works in int64 with room for alignment padding and sums (core/buffer.hpp refuses
+    // buffers above max / 4): a larger tensor is refused here, by name, not later as "buffer k".
+    if (ti.bytes > std::numeric_limits<std::int64_t>::max() / 4)
+      throw error(errc::invalid_graph, "tensor '" + ti.name + "': size " + std::to_string(ti.bytes) +
+                                           " overflows memplan's arena arithmetic (at most 2^61 - 1 bytes per tensor)");
     if (total > std::numeric_limits<std::int64_t>::max() / 2 - ti.bytes)
       throw error(errc::invalid_graph, "tensor '" + ti.name + "': total size of the graph overflows 64 bits");
     total += ti.bytes;
@@ -229,14 +234,23 @@ inline problem problem_builder::build() {
                                            ") has no producer; only input, weight and optimizer_state tensors may");
 
   // ---- storages: union along inplace_of chains ----
-  std::vector<tensor_id> root(nt);
+  // Each chain is walked once: a walk stops at the first tensor whose root is known and gives its
+  // root to every tensor on the way (linear in the number of tensors, even for one chain of 100k
+  // in-place writes).
+  std::vector<tensor_id> root(nt, no_id);
+  std::vector<std::uint8_t> on_walk(nt, 0);
+  std::vector<tensor_id> walk;
   for (std::size_t t = 0; t < nt; ++t) {
+    walk.clear();
     tensor_id r = static_cast<tensor_id>(t);
-    std::size_t steps = 0;
-    while (p.inplace_of_[static_cast<std::size_t>(r)] != no_id) {
+    while (root[static_cast<std::size_t>(r)] == no_id && p.inplace_of_[static_cast<std::size_t>(r)] != no_id) {
+      if (on_walk[static_cast<std::size_t>(r)]) throw error(errc::invalid_graph, "tensor '" + p.tensor_name_[t] + "': inplace_of forms a cycle");
+      on_walk[static_cast<std::size_t>(r)] = 1;
+      walk.push_back(r);
       r = p.inplace_of_[static_cast<std::size_t>(r)];
-      if (++steps > nt) throw error(errc::invalid_graph, "tensor '" + p.tensor_name_[t] + "': inplace_of forms a cycle");
     }
+    if (root[static_cast<std::size_t>(r)] != no_id) r = root[static_cast<std::size_t>(r)];
+    for (auto w : walk) root[static_cast<std::size_t>(w)] = r;
     root[t] = r;
     if (p.inplace_of_[t] != no_id && p.producer_[t] == no_id)
       throw error(errc::invalid_graph, "tensor '" + p.tensor_name_[t] + "' is inplace_of '" +

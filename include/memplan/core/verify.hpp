@@ -119,7 +119,9 @@ class referee {
     if (off < 0) return what + " has negative offset " + std::to_string(off);
     if (off % plan_.alignment != 0) return what + " at offset " + std::to_string(off) + " is not aligned to " + std::to_string(plan_.alignment);
     if (off > plan_.arena - bytes)
-      return what + " at [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") lies outside the arena of " +
+      // off and bytes are >= 0 here, so their sum fits in uint64 even where it leaves int64.
+      return what + " at [" + std::to_string(off) + ", " + std::to_string(static_cast<std::uint64_t>(off) + static_cast<std::uint64_t>(bytes)) +
+             ") lies outside the arena of " +
              std::to_string(plan_.arena) + " bytes";
     return std::nullopt;
   }

@@ -1,0 +1,204 @@
+// Reliability figures (docs/reliability.md):
+//   deadlines  every registered scheduler, placer and checkpointer under a time limit, on every bundled
+//              graph and on adversarial inputs; prints, per policy, its worst wall time (the stage's own
+//              seconds and the whole plan() call) against the limit, and the worst overrun.
+//   scale      planning a training graph of 100k+ ops (peak RSS of the process, printed), and a list of
+//              1M buffers read from MiniMalloc CSV text and placed.
+// Run: bench_reliability [--only deadlines,scale] [--limit SECONDS] [--graphs N] [--ops N] [--buffers N]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/io/buffers_csv.hpp>
+#include <memplan/io/gzip.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/registry/checkpointers.hpp>
+#include <memplan/registry/placers.hpp>
+#include <memplan/registry/schedulers.hpp>
+
+#include "training_dag.hpp"
+
+using namespace memplan;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+struct worst {
+  double stage = 0, total = 0;
+  std::string where;
+  int runs = 0, refusals = 0;
+};
+
+struct named_problem {
+  std::string name;
+  problem p;
+};
+
+std::vector<named_problem> deadline_inputs(int max_graphs) {
+  std::vector<named_problem> v;
+  const auto dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().string().ends_with(".json.gz")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    if (static_cast<int>(v.size()) >= max_graphs) break;
+    v.push_back({f.filename().string(), io::read_graph(f.string())});
+  }
+  // Adversarial: wide random training graphs (many equal choices for the searches).
+  testing::training_dag_options wide;
+  wide.min_layers = wide.max_layers = 400;
+  wide.p_skip = 0.6;
+  wide.p_control = 0.3;
+  v.push_back({"adversarial-training-400", testing::training_dag(11, wide)});
+  testing::training_dag_options deep;
+  deep.min_layers = deep.max_layers = 800;
+  v.push_back({"adversarial-training-800", testing::training_dag(12, deep)});
+  return v;
+}
+
+void run_deadlines(double limit, int max_graphs) {
+  const auto inputs = deadline_inputs(max_graphs);
+  std::printf("== deadlines: time limit %.3f s, %zu graphs (bundled + adversarial)\n", limit, inputs.size());
+  std::map<std::string, worst> table;
+  auto record = [&](const std::string& policy, const std::string& graph, auto&& make_plan, auto stage_seconds) {
+    auto& w = table[policy];
+    const double t0 = now_s();
+    try {
+      const auto mp = make_plan();
+      const double total = now_s() - t0;
+      const double stage = stage_seconds(mp.stats);
+      ++w.runs;
+      if (stage > w.stage) {
+        w.stage = stage;
+        w.where = graph;
+      }
+      w.total = std::max(w.total, total);
+    } catch (const error&) {
+      ++w.refusals;  // a budget no plan meets, a graph beyond an exact method's limit
+    }
+  };
+  // The table so far (printed after every graph: a run cut short still leaves its figures).
+  auto print_table = [&] {
+    std::printf("%-36s %6s %6s %12s %12s %10s  %s\n", "policy", "runs", "refuse", "worst stage", "worst plan()", "overrun", "graph of the worst stage");
+    double worst_overrun = -1;
+    std::string worst_policy;
+    for (const auto& [policy, w] : table) {
+      const double overrun = (w.stage - limit) / limit;
+      if (overrun > worst_overrun) {
+        worst_overrun = overrun;
+        worst_policy = policy;
+      }
+      std::printf("%-36s %6d %6d %10.4f s %10.4f s %9.1f%%  %s\n", policy.c_str(), w.runs, w.refusals, w.stage, w.total,
+                  overrun > 0 ? 100 * overrun : 0.0, w.where.c_str());
+    }
+    std::printf("worst overrun: %.1f %% of the %.3f s limit (%s)\n", worst_overrun > 0 ? 100 * worst_overrun : 0.0, limit, worst_policy.c_str());
+  };
+  for (const auto& [name, p] : inputs) {
+    const double graph_t0 = now_s();
+    plan_context ctx;
+    ctx.time_limit_s = limit;
+    for (const auto& s : schedulers().names())
+      record("scheduler " + s, name, [&] { return memplan::plan(p, schedulers().make(s) | place::greedy_by_size{}, ctx); },
+             [](const plan_stats& st) { return st.schedule_seconds; });
+    for (const auto& pl : placers().names())
+      record("placer " + pl, name, [&] { return memplan::plan(p, schedule::given{} | placers().make(pl), ctx); },
+             [](const plan_stats& st) { return st.place_seconds; });
+    plan_context budgeted = ctx;
+    const auto given_peak = peak_of(p, given_order(p));
+    budgeted.budget = given_peak - (given_peak - p.resident_bytes()) / 3;
+    for (const auto& c : checkpointers().names())
+      record("checkpointer " + c, name,
+             [&] { return memplan::plan(p, schedule::given{} | checkpointers().make(c) | place::greedy_by_size{}, budgeted); },
+             [](const plan_stats& st) { return st.checkpoint_seconds; });
+    std::printf("  %-40s %6d ops  every policy in %.1f s\n", name.c_str(), p.num_ops(), now_s() - graph_t0);
+    print_table();
+    std::fflush(stdout);
+  }
+}
+
+void run_scale(int ops_wanted, std::int64_t buffers) {
+  std::printf("== scale\n");
+  testing::training_dag_options o;
+  o.p_huge = 0;
+  o.min_layers = o.max_layers = std::max(1, ops_wanted / 4);  // ~4.1 ops per layer
+  const double rss0 = peak_rss_mib();
+  double t0 = now_s();
+  const auto p = testing::training_dag(1, o);
+  const double built = now_s() - t0;
+  t0 = now_s();
+  const auto mp = memplan::plan(p, schedule::given{} | place::best_fit{}, {.time_limit_s = 0});
+  const double given_s = now_s() - t0;
+  t0 = now_s();
+  const auto mp2 = memplan::plan(p, schedule::default_scheduler{} | place::default_placer{}, {.time_limit_s = 1.0});
+  const double default_s = now_s() - t0;
+  std::printf("training graph: %d ops, %d tensors; built in %.2f s; given|best_fit %.2f s (peak %lld); "
+              "default|default (1 s limits) %.2f s (peak %lld); peak RSS %.0f MiB (%.0f MiB before the graph)\n",
+              p.num_ops(), p.num_tensors(), built, given_s, static_cast<long long>(mp.stats.peak), default_s,
+              static_cast<long long>(mp2.stats.peak), peak_rss_mib(), rss0);
+  if (buffers <= 0) return;
+  // 1M buffers as MiniMalloc CSV text.
+  std::mt19937_64 rng(3);
+  std::ostringstream csv;
+  csv << "id,lower,upper,size\n";
+  for (std::int64_t i = 0; i < buffers; ++i) {
+    const auto lower = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(buffers));
+    csv << 'b' << i << ',' << lower << ',' << lower + 1 + static_cast<std::int64_t>(rng() % 64) << ',' << 1 + rng() % 4096 << '\n';
+  }
+  const auto text = csv.str();
+  t0 = now_s();
+  std::istringstream in(text);
+  const auto list = io::read_buffers_csv(in, "1M.csv");
+  const double read_s = now_s() - t0;
+  t0 = now_s();
+  const auto pl = place::best_fit{}.place(list.problem);
+  const double place_s = now_s() - t0;
+  const auto bad = check(list.problem, pl);
+  std::printf("buffer list: %zu buffers (%.0f MiB of CSV) read in %.2f s, best_fit in %.2f s, arena %lld, lower bound %lld, %s; "
+              "peak RSS %.0f MiB\n",
+              list.problem.buffers.size(), static_cast<double>(text.size()) / 1048576.0, read_s, place_s,
+              static_cast<long long>(pl.arena), static_cast<long long>(pl.lower_bound), bad ? bad->c_str() : "checked",
+              peak_rss_mib());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string only = "deadlines,scale";
+  double limit = 0.25;
+  int graphs = 1000, ops = 100000;
+  std::int64_t buffers = 1000000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--only") only = v;
+    else if (a == "--limit") limit = std::stod(v);
+    else if (a == "--graphs") graphs = std::stoi(v);
+    else if (a == "--ops") ops = std::stoi(v);
+    else if (a == "--buffers") buffers = std::stoll(v);
+    else {
+      std::fprintf(stderr, "usage: bench_reliability [--only deadlines,scale] [--limit S] [--graphs N] [--ops N] [--buffers N]\n");
+      return 2;
+    }
+  }
+  if (only.find("scale") != std::string::npos) run_scale(ops, buffers);
+  if (only.find("deadlines") != std::string::npos) run_deadlines(limit, graphs);
+  return 0;
+}
