@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-pkgs=(cmake ninja-build g++ clang-14 pkg-config zlib1g-dev libeigen3-dev libboost-graph-dev
+pkgs=(cmake ninja-build g++ clang-14 libclang-rt-14-dev pkg-config zlib1g-dev libeigen3-dev libboost-graph-dev
       coinor-libcbc-dev doctest-dev nlohmann-json3-dev libcli11-dev python3
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)  # allocators bench/allocator compares against (dlopen'ed, optional)
 [ "$with_torch" = 1 ] && pkgs+=(python3-torch python3-torchvision)
