@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set up (packages incl. Debian's PyTorch for the exporter test, configure,
 # build), then run ctest for the g++ Release build, the ASan+UBSan build, and a short libFuzzer run
-# of every fuzz target (clang 14; 15 s each here, hours by hand: docs/reliability.md).
+# of every fuzz target (clang 14; 10 s each here, hours by hand: docs/reliability.md).
 # Slow and GPU tests are excluded by label (run them with: ctest --preset all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
