@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -46,8 +47,10 @@ struct chain_dp {
     std::int64_t cut_bytes = 0;
     for (const auto& k : su.c.cuts) cut_bytes += k.bytes;
     std::vector<detail::candidate> cs;
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));  // none by default; the first budget always runs
     // Budgets from nothing to every cut: the DP decides within each; the real plan decides among them.
     for (double f : {0.0, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2, 3.0 / 4, 1.0}) {
+      if (!cs.empty() && clock.expired()) break;
       const auto B = static_cast<std::int64_t>(f * static_cast<double>(cut_bytes));
       const auto unit = std::max<std::int64_t>(1, (B + slots - 1) / slots);
       std::vector<std::int32_t> units;

@@ -5,6 +5,7 @@
 // the cheap-results rule, the chain DP and revolve); the winner is the first plan
 // that meets the memory target at the least recompute cost (best_of's rule for checkpointers), and
 // without a target the timeline is returned unchanged. Deterministic in deterministic mode (all run).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -39,7 +40,10 @@ struct default_checkpointer {
     std::string tried;
     auto consider = [&](auto stage) {
       if (!cs.empty() && clock.expired()) return;
-      auto out = stage.run(p, tl, ctx);
+      // Each member searches within what is left of the budget (in deterministic mode: its own work limits).
+      auto sub = ctx;
+      if (!ctx.deterministic && !cs.empty()) sub.time_limit_s = std::max(0.0, std::min(clock.seconds_left(), 1e9));
+      auto out = stage.run(p, tl, sub);
       detail::candidate c{std::move(out), 0.0, {}};
       c.cost = detail::recompute_cost(e, c.tl);
       c.what = c.tl.stages.empty() ? stage.name() : c.tl.stages.back().note;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -38,6 +39,13 @@ struct revolve {
       return tl;
     }
     const auto target = detail::target_of(ctx);
+    if (snapshots < 0 && target != std::numeric_limits<std::int64_t>::max() && tl.peak <= target) {
+      tl.stages.push_back({kind, name(), 0.0, "revolve: nothing recomputed: the timeline already meets the target"});
+      return tl;
+    }
+    // The context's time limit bounds the search over snapshot counts (none by default; the first
+    // attempt always runs).
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     std::vector<detail::candidate> cs;
     auto attempt = [&](std::int32_t c) {
       // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
@@ -61,7 +69,7 @@ struct revolve {
       // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target.
       std::int32_t lo = 0, hi = std::min(max_snapshots, m);
       if (attempt(lo) <= target) {
-        while (lo < hi) {
+        while (lo < hi && !clock.expired()) {
           const auto mid = lo + (hi - lo + 1) / 2;
           if (attempt(mid) <= target) lo = mid;
           else hi = mid - 1;
