@@ -165,3 +165,34 @@ TEST_CASE("monet_ilp without a MILP backend returns the joint heuristic's plan a
   CHECK(free.stages.back().note.find("optimal") != std::string::npos);
   CHECK(remat::implementations_changed(p, free) == 0);
 }
+
+TEST_CASE("a convolution with seven algorithms (MONeT Fig. 7, the cuDNN model of ResNet-18's layer1.0.conv1 at batch 32): the fastest that fits") {
+  // The exporter's table for that layer (seconds, workspace bytes); the op's own is IMPLICIT_PRECOMP_GEMM.
+  problem_builder b("conv7");
+  auto x = b.add_tensor("x", 25690112, tensor_kind::input);
+  auto w = b.add_tensor("w", 147456, tensor_kind::weight);
+  auto y = b.add_tensor("y", 25690112, tensor_kind::output);
+  b.add_op("conv", {x, w}, {y}, "aten.convolution", op_phase::forward, 0.000471258, 2304,
+           {{"IMPLICIT_GEMM", 0.000628344, 0},
+            {"IMPLICIT_PRECOMP_GEMM", 0.000471258, 2304},
+            {"GEMM", 0.000571055, 231211008},
+            {"FFT", 0.000335247, 114032640},
+            {"FFT_TILING", 0.000357451, 89128960},
+            {"WINOGRAD", 0.00037411, 262144},
+            {"WINOGRAD_NONFUSED", 0.000315465, 116195328}});
+  const auto p = b.build();
+  // GEMM is slower than FFT and needs more workspace; IMPLICIT_PRECOMP_GEMM is the op's own.
+  const auto front = remat::implementation_front(p, 0);
+  std::vector<std::string> names;
+  for (const auto& a : front) names.push_back(a.impl < 0 ? "own" : p.implementations(0)[static_cast<std::size_t>(a.impl)].name);
+  CHECK(names == std::vector<std::string>{"WINOGRAD_NONFUSED", "FFT", "FFT_TILING", "WINOGRAD", "own", "IMPLICIT_GEMM"});
+  const std::int64_t live = 25690112 * 2 + 147456;
+  for (std::size_t k = 0; k < front.size(); ++k) {
+    // Exactly room for alternative k's workspace: it is the one chosen, the faster ones do not fit.
+    const auto out = remat::monet_greedy{}.run(p, given_timeline(p), with_target(live + front[k].workspace));
+    INFO(out.stages.back().note);
+    CHECK(out.steps[0].impl == front[k].impl);
+    CHECK(out.peak == live + front[k].workspace);
+    CHECK(violation_of(p, out) == "<valid>");
+  }
+}

@@ -1,9 +1,10 @@
 // remat::monet_ilp with CBC: its optimum equals the exact brute force over (schedule, implementation)
-// choices -- Checkmate's stages, every op step on any of its 2-3 implementations or its own, MONeT's
-// restriction of recomputation to forward ops in backward stages where the graph marks phases -- at
-// budgets from the least feasible to the peak of the fastest implementations; its plans verify and meet
-// the target; it is never costlier than monet_greedy nor than checkmate_ilp over the fastest
-// implementations, and it meets budgets checkmate_ilp cannot.
+// choices -- Checkmate's stages, every op step on any of its 2-3 implementations or its own (one per op,
+// or per step), and MONeT's restriction of recomputation to forward ops in backward stages -- at
+// budgets from the least feasible to the peak of the fastest implementations; budgets below the least
+// feasible are refused by both; its plans verify and meet the target; it is never costlier than
+// monet_greedy nor than checkmate_ilp over the fastest implementations, and it meets budgets
+// checkmate_ilp cannot.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ plan_context with_cbc(std::int64_t target) {
 }
 
 // MONeT's stages as the brute force sees them (remat::detail::monet_stages).
-testing::impl_choice monet_space(const problem& p, const timeline& tl, bool one_impl_per_op) {
+testing::impl_choice monet_space(const problem& p, const timeline& tl, bool one_impl_per_op, bool backward_only) {
   const auto order = tl.order();
   bool fwd = false, bwd = false;
   for (auto o : order) {
@@ -39,7 +40,7 @@ testing::impl_choice monet_space(const problem& p, const timeline& tl, bool one_
   }
   testing::impl_choice c;
   c.one_impl_per_op = one_impl_per_op;
-  if (fwd && bwd)
+  if (fwd && bwd && backward_only)
     c.may_recompute = [&p, order](std::int32_t t, std::int32_t i) {
       return p.phase(order[static_cast<std::size_t>(i)]) == op_phase::forward && p.phase(order[static_cast<std::size_t>(t)]) != op_phase::forward;
     };
@@ -69,18 +70,24 @@ std::vector<testing::remat_instance> small_with_impls() {
 TEST_CASE("monet_ilp equals the brute force over schedules and implementations at every budget; plans verify and fit") {
   int solved = 0, graphs = 0, infeasible = 0, incomplete = 0;
   std::vector<double> seconds;
-  for (const bool one : {true, false}) {
-    const remat::monet_ilp ilp{.relative_gap = 0, .one_impl_per_op = one};
+  // The default (one implementation per op, Checkmate's stages) on every graph; per-step choice and
+  // MONeT's backward-only stages on a third of them each.
+  struct mode_t {
+    bool one, backward_only;
+    int every;
+  };
+  for (const auto mode_ : {mode_t{true, false, 1}, mode_t{false, false, 3}, mode_t{true, true, 3}}) {
+    const remat::monet_ilp ilp{.relative_gap = 0, .one_impl_per_op = mode_.one, .backward_only = mode_.backward_only};
+    const bool one = mode_.one;
+    int k = 0;
     for (const auto& inst : small_with_impls()) {
-      if (!one && graphs % 3 != 0) {  // per-step choice: a third of the graphs (the brute force's states grow)
-        ++graphs;
-        continue;
-      }
+      if (k++ % mode_.every != 0) continue;
       const auto& p = inst.p;
-      const std::string mode = one ? " (one implementation per op)" : " (per-step implementations)";
+      const std::string mode = std::string(one ? " (one implementation per op" : " (per-step implementations") +
+                               (mode_.backward_only ? ", backward-only stages)" : ")");
       INFO(inst.name << mode);
       const auto tl = given_timeline(p);
-      const auto space = monet_space(p, tl, one);
+      const auto space = monet_space(p, tl, one, mode_.backward_only);
       const auto lo = testing::remat_min_peak_joint(p, tl, space);
       REQUIRE(lo.feasible);
       const auto hi = remat::monet_ilp{}.run(p, tl, plan_context{}).peak;  // fastest implementations, no recomputation
@@ -126,7 +133,7 @@ TEST_CASE("monet_ilp equals the brute force over schedules and implementations a
                  << " infeasible budgets refused by both; " << incomplete << " budgets where the brute force gave up; stage time median "
                  << seconds[seconds.size() / 2] << " s, max " << seconds.back() << " s");
   CHECK(solved > 50);
-  CHECK(incomplete * 10 <= solved);
+  CHECK(incomplete * 5 <= solved);  // per-step choice on the training chains outgrows a million states at a few budgets
 }
 
 TEST_CASE("monet_ilp is never costlier than monet_greedy nor than checkmate_ilp over the fastest implementations, and goes lower") {
@@ -139,13 +146,13 @@ TEST_CASE("monet_ilp is never costlier than monet_greedy nor than checkmate_ilp 
     for (auto& s : fast.steps)
       if (s.kind == step_kind::compute) s.impl = remat::implementation_front(p, s.id).front().impl;
     derive(p, fast);
-    const auto lo = testing::remat_min_peak_joint(p, tl, monet_space(p, tl, true));
+    const auto lo = testing::remat_min_peak_joint(p, tl, monet_space(p, tl, true, false));
     REQUIRE(lo.feasible);
     for (const auto b : testing::budget_sweep(lo.peak, fast.peak)) {
       INFO("budget " << b);
-      const auto m = remat::monet_ilp{}.run(p, tl, with_cbc(b));
+      const auto m = remat::monet_ilp{.relative_gap = 0}.run(p, tl, with_cbc(b));
       const auto g = remat::monet_greedy{}.run(p, tl, with_cbc(b));
-      const auto c = remat::checkmate_ilp{.warm_start = remat::default_checkpointer{}}.run(p, fast, with_cbc(b));
+      const auto c = remat::checkmate_ilp{.relative_gap = 0, .warm_start = remat::default_checkpointer{}}.run(p, fast, with_cbc(b));
       REQUIRE(m.peak <= b);
       ++cases;
       if (g.peak <= b) CHECK(remat::total_step_cost(p, m) <= remat::total_step_cost(p, g) + 1e-6);

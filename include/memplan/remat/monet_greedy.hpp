@@ -26,6 +26,7 @@
 // choose on its own (MONeT's delta^k).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
+#include <memplan/base/error.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
