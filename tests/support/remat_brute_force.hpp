@@ -33,6 +33,17 @@ namespace memplan::testing {
 
 enum class remat_plans { any, staged };
 
+// Joint choice of implementations (the reference for remat::monet_ilp): every op step may run the op's
+// own (cost, workspace) or any of its implementations, unpruned; the cost is then that of EVERY op
+// step (MONeT eq. 9), computations included. one_impl_per_op: a recompute runs the implementation the
+// op's computation chose. may_recompute(pos, i): whether the op at position i may be recomputed
+// before the scheduled op at position pos (empty: always).
+struct impl_choice {
+  bool choose = false;
+  bool one_impl_per_op = true;
+  std::function<bool(std::int32_t, std::int32_t)> may_recompute;
+};
+
 struct remat_reference {
   bool feasible = false;
   double cost = 0.0;         // minimum total recompute cost (model units, see above)
@@ -46,7 +57,7 @@ namespace detail {
 
 class remat_search {
  public:
-  remat_search(const problem& p, const timeline& tl, remat_plans space) : p_(p), space_(space) {
+  remat_search(const problem& p, const timeline& tl, remat_plans space, impl_choice choice = {}) : p_(p), space_(space), choice_(std::move(choice)) {
     order_ = tl.order();
     n_ = static_cast<std::int32_t>(order_.size());
     pos_.assign(static_cast<std::size_t>(p.num_ops()), -1);
@@ -56,6 +67,11 @@ class remat_search {
       if (s.kind == step_kind::compute) impl_[static_cast<std::size_t>(pos_[static_cast<std::size_t>(s.id)])] = s.impl;
     bool any_cost = false;
     for (std::int32_t i = 0; i < n_; ++i) any_cost |= step_cost(p, op_step(i, step_kind::recompute)) > 0;
+    if (choice_.choose)
+      for (op_id o = 0; o < p.num_ops(); ++o) {
+        any_cost |= p.cost(o) > 0;
+        for (const auto& im : p.implementations(o)) any_cost |= im.cost > 0;
+      }
     unit_costs_ = !any_cost;
     // last_need: the latest position among an op and its data descendants (readers of its outputs,
     // in-place writers of them).
@@ -74,6 +90,16 @@ class remat_search {
           if (r > i) ln = std::max(ln, last_need_[static_cast<std::size_t>(r)]);
       last_need_[static_cast<std::size_t>(i)] = ln;
     }
+    // The last position before which the op at position i may still be recomputed (-1: never).
+    recompute_until_.assign(static_cast<std::size_t>(n_), -1);
+    for (std::int32_t i = 0; i < n_; ++i) {
+      if (!p.recomputable(order_[static_cast<std::size_t>(i)])) continue;
+      for (std::int32_t t = last_need_[static_cast<std::size_t>(i)]; t > i; --t)
+        if (!choice_.may_recompute || choice_.may_recompute(t, i)) {
+          recompute_until_[static_cast<std::size_t>(i)] = t;
+          break;
+        }
+    }
     tensor_need_.assign(static_cast<std::size_t>(p.num_tensors()), -1);
     for (tensor_id t = 0; t < p.num_tensors(); ++t)
       for (auto r : readers[static_cast<std::size_t>(t)])
@@ -84,6 +110,7 @@ class remat_search {
   remat_reference solve(std::int64_t budget, bool min_peak, std::int64_t max_states, const timeline& tl) {
     remat_reference res;
     state s0;
+    if (choice_.choose && choice_.one_impl_per_op) s0.im.assign(static_cast<std::size_t>(n_), -2);
     s0.held.assign(static_cast<std::size_t>(p_.num_storages()), no_id);
     std::int64_t initial = 0;
     for (storage_id s = 0; s < p_.num_storages(); ++s)
@@ -137,26 +164,33 @@ class remat_search {
         const auto cost = cur.cost + add;
         push(std::move(nx), min_peak ? static_cast<double>(peak) : cost, cost, peak, id, how);
       };
-      // compute the next scheduled op
-      {
+      // compute the next scheduled op (with each implementation when choosing)
+      for (auto impl : impls_of(cur.st.pos, -2)) {
         state nx = cur.st;
-        if (auto mem = apply(nx, cur.st.pos, false)) {
+        auto st = op_step(cur.st.pos, step_kind::compute);
+        st.impl = impl;
+        if (auto mem = apply(nx, cur.st.pos, false, step_workspace(p_, st))) {
+          if (!nx.im.empty()) nx.im[static_cast<std::size_t>(cur.st.pos)] = impl;
           nx.pos = cur.st.pos + 1;
           nx.last = -1;
           drop_dead(nx);
-          go(std::move(nx), op_step(cur.st.pos, step_kind::compute), *mem, 0.0);
+          go(std::move(nx), st, *mem, choice_.choose ? (unit_costs_ ? 1.0 : step_cost(p_, st)) : 0.0);
         }
       }
       // recompute an op computed before
       for (std::int32_t i = space_ == remat_plans::staged ? cur.st.last + 1 : 0; i < cur.st.pos; ++i) {
         if (!p_.recomputable(order_[static_cast<std::size_t>(i)]) || last_need_[static_cast<std::size_t>(i)] < cur.st.pos) continue;
-        state nx = cur.st;
-        auto mem = apply(nx, i, true);
-        if (!mem || nx.held == cur.st.held) continue;
-        if (space_ == remat_plans::staged) nx.last = i;
-        drop_dead(nx);
-        const auto st = op_step(i, step_kind::recompute);
-        go(std::move(nx), st, *mem, unit_costs_ ? 1.0 : step_cost(p_, st));
+        if (choice_.may_recompute && !choice_.may_recompute(cur.st.pos, i)) continue;
+        for (auto impl : impls_of(i, cur.st.im.empty() ? -2 : cur.st.im[static_cast<std::size_t>(i)])) {
+          state nx = cur.st;
+          auto st = op_step(i, step_kind::recompute);
+          st.impl = impl;
+          auto mem = apply(nx, i, true, step_workspace(p_, st));
+          if (!mem || nx.held == cur.st.held) continue;
+          if (space_ == remat_plans::staged) nx.last = i;
+          drop_dead(nx);
+          go(std::move(nx), st, *mem, unit_costs_ ? 1.0 : step_cost(p_, st));
+        }
       }
       // free a storage
       if (cur.st.pos > 0)
@@ -177,9 +211,11 @@ class remat_search {
     std::int32_t pos = 0;   // ops computed so far (the next scheduled op is order[pos])
     std::int32_t last = -1; // staged: position of the last recompute since the last compute
     std::vector<tensor_id> held;  // per storage: the version it holds, no_id when none
+    std::vector<std::int32_t> im;  // one_impl_per_op: per position, the implementation its computation chose (-2: none / no longer matters)
     [[nodiscard]] std::string key() const {
       std::string k(reinterpret_cast<const char*>(&pos), sizeof pos);
       k.append(reinterpret_cast<const char*>(&last), sizeof last);
+      for (auto v : im) k.append(reinterpret_cast<const char*>(&v), sizeof v);
       for (auto h : held) {
         const std::int32_t v = h;
         k.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -202,8 +238,19 @@ class remat_search {
     return s;
   }
 
+  // The implementations a step of the op at position i may run: the order's, or, when choosing, every
+  // one (fixed: the one its computation chose, when one_impl_per_op).
+  [[nodiscard]] std::vector<std::int32_t> impls_of(std::int32_t i, std::int32_t fixed) const {
+    if (!choice_.choose) return {impl_[static_cast<std::size_t>(i)]};
+    if (fixed != -2) return {fixed};
+    std::vector<std::int32_t> v{-1};
+    const auto n = static_cast<std::int32_t>(p_.implementations(order_[static_cast<std::size_t>(i)]).size());
+    for (std::int32_t k = 0; k < n; ++k) v.push_back(k);
+    return v;
+  }
+
   // Runs the op at position i on the state; the live bytes while it runs, or nullopt when not allowed.
-  std::optional<std::int64_t> apply(state& st, std::int32_t i, bool recompute) const {
+  std::optional<std::int64_t> apply(state& st, std::int32_t i, bool recompute, std::int64_t workspace = 0) const {
     const auto o = order_[static_cast<std::size_t>(i)];
     auto readable = [&](tensor_id t) { return st.held[static_cast<std::size_t>(p_.storage_of(t))] == t; };
     for (auto t : p_.inputs(o))
@@ -221,11 +268,14 @@ class remat_search {
     std::int64_t live = 0;
     for (storage_id s = 0; s < p_.num_storages(); ++s)
       if (st.held[static_cast<std::size_t>(s)] != no_id) live += p_.storage_bytes(s);
-    return live + step_workspace(p_, op_step(i, step_kind::compute));
+    return live + workspace;
   }
 
   // Frees every non-fixed storage whose value no op can read any more (after the first op only).
   void drop_dead(state& st) const {
+    // An op no longer recomputable here: which implementation it ran no longer matters.
+    for (std::size_t i = 0; i < st.im.size(); ++i)
+      if (recompute_until_[i] < st.pos) st.im[i] = -2;
     if (st.pos == 0) return;
     for (storage_id s = 0; s < p_.num_storages(); ++s) {
       const auto h = st.held[static_cast<std::size_t>(s)];
@@ -258,9 +308,10 @@ class remat_search {
 
   const problem& p_;
   remat_plans space_;
+  impl_choice choice_;
   std::vector<op_id> order_;
   std::int32_t n_ = 0;
-  std::vector<std::int32_t> pos_, impl_, last_need_, tensor_need_;
+  std::vector<std::int32_t> pos_, impl_, last_need_, tensor_need_, recompute_until_;
   bool unit_costs_ = false;
   std::vector<node> nodes_;
   std::unordered_map<std::string, std::int64_t> index_;
@@ -272,6 +323,32 @@ class remat_search {
 inline remat_reference remat_brute_force(const problem& p, const timeline& tl, std::int64_t budget,
                                          remat_plans space = remat_plans::any, std::int64_t max_states = 4'000'000) {
   return detail::remat_search(p, tl, space).solve(budget, false, max_states, tl);
+}
+
+// The cheapest plan over tl's order, implementations chosen jointly (remat::monet_ilp's reference).
+inline remat_reference remat_brute_force_joint(const problem& p, const timeline& tl, std::int64_t budget, impl_choice choice,
+                                               remat_plans space = remat_plans::staged, std::int64_t max_states = 4'000'000) {
+  choice.choose = true;
+  return detail::remat_search(p, tl, space, std::move(choice)).solve(budget, false, max_states, tl);
+}
+
+// The smallest budget any plan over tl's order meets with implementations chosen jointly: every op on
+// its least-workspace alternative (memory depends on the choice through workspaces only), recomputes
+// as choice.may_recompute allows.
+inline remat_reference remat_min_peak_joint(const problem& p, const timeline& tl, impl_choice choice, remat_plans space = remat_plans::staged,
+                                            std::int64_t max_states = 4'000'000) {
+  timeline lean = tl;
+  for (auto& s : lean.steps) {
+    if (!runs_op(s.kind)) continue;
+    s.impl = -1;
+    const auto ims = p.implementations(s.id);
+    for (std::size_t k = 0; k < ims.size(); ++k) {
+      const auto& cur = s.impl < 0 ? implementation{"", p.cost(s.id), p.workspace(s.id)} : ims[static_cast<std::size_t>(s.impl)];
+      if (ims[k].workspace < cur.workspace || (ims[k].workspace == cur.workspace && ims[k].cost < cur.cost)) s.impl = static_cast<std::int32_t>(k);
+    }
+  }
+  choice.choose = false;
+  return detail::remat_search(p, lean, space, std::move(choice)).solve(0, true, max_states, lean);
 }
 
 // The smallest budget any plan over tl's order meets (unlimited recomputation): the plan of least peak.

@@ -386,6 +386,11 @@ inline json report_to_json(const report& r) {
   j["recompute_cost"] = r.recompute_cost;
   j["overhead"] = r.overhead;
   j["recomputed_ops"] = r.recomputed_ops;
+  if (r.has_implementations) {
+    j["implementations_changed"] = r.implementations_changed;
+    j["steps_cost"] = r.steps_cost;
+    j["steps_overhead"] = r.steps_overhead;
+  }
   j["checkpointer"] = r.checkpointer;
   j["cost_unit"] = r.cost_unit;
   j["checkpoint_seconds"] = r.checkpoint_seconds;

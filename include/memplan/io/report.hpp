@@ -1,6 +1,7 @@
 #pragma once
 // io::report: the figures of one planning run, as the CLI prints them and writes them as JSON
 // (io/plan_json.hpp: report_to_json). std only.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
@@ -35,6 +36,11 @@ struct report {
   double recompute_cost = 0.0;       // the recompute steps' cost, same units
   double overhead = 0.0;             // recompute_cost / compute_cost
   std::int64_t recomputed_ops = 0;   // recompute steps
+  // Implementation choice (graphs whose ops list implementations; MONeT eq. 9):
+  bool has_implementations = false;
+  std::int64_t implementations_changed = 0;  // ops whose compute step is not on their fastest alternative (own or listed)
+  double steps_cost = 0.0;                   // every op step (compute and recompute) at its chosen implementation's cost
+  double steps_overhead = 0.0;               // steps_cost / compute_cost - 1 (vs each op once on its own implementation)
   std::string checkpointer;          // the checkpointer (empty: none)
   std::string cost_unit;             // what costs measure (graph meta.cost_unit; "units" when the graph has none)
   std::int64_t transfer_bytes = 0;
@@ -83,6 +89,18 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
     }
   if (has_costs) r.recompute_cost = st.recompute_cost;
   r.overhead = r.compute_cost > 0 ? r.recompute_cost / r.compute_cost : 0.0;
+  for (op_id o = 0; o < p.num_ops() && !r.has_implementations; ++o) r.has_implementations = !p.implementations(o).empty();
+  if (r.has_implementations) {
+    for (const auto& s : mp.steps) {
+      if (!runs_op(s.kind)) continue;
+      r.steps_cost += has_costs ? step_cost(p, s) : 1.0;
+      if (s.kind != step_kind::compute) continue;
+      double fastest = p.cost(s.id);
+      for (const auto& im : p.implementations(s.id)) fastest = std::min(fastest, im.cost);
+      r.implementations_changed += step_cost(p, s) > fastest;
+    }
+    r.steps_overhead = r.compute_cost > 0 ? r.steps_cost / r.compute_cost - 1.0 : 0.0;
+  }
   r.checkpointer = st.checkpointer;
   r.transfer_bytes = st.transfer_bytes;
   r.timed = mp.timed;
@@ -142,6 +160,12 @@ inline void print_report(std::ostream& os, const report& r) {
     std::snprintf(b, sizeof b, "%lld ops recomputed, cost %.6g of %.6g %s per step: %.2f %% overhead", static_cast<long long>(r.recomputed_ops),
                   r.recompute_cost, r.compute_cost, r.cost_unit.c_str(), 100.0 * r.overhead);
     os << "recompute      " << b << "\n";
+  }
+  if (r.has_implementations) {
+    char b[200];
+    std::snprintf(b, sizeof b, "%lld ops off their fastest implementation; all op steps cost %.6g %s: %+.2f %% vs each op once on its own",
+                  static_cast<long long>(r.implementations_changed), r.steps_cost, r.cost_unit.c_str(), 100.0 * r.steps_overhead);
+    os << "implementations " << b << "\n";
   }
   if (r.transfer_bytes > 0) os << "transfers      " << bytes(r.transfer_bytes) << ", host peak " << bytes(r.host_peak) << "\n";
   if (r.timed) {

@@ -7,6 +7,8 @@
 #include <memplan/remat/checkmate_ilp.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/greedy.hpp>
+#include <memplan/remat/monet_greedy.hpp>
+#include <memplan/remat/monet_ilp.hpp>
 #include <memplan/remat/none.hpp>
 #include <memplan/remat/revolve.hpp>
 
@@ -34,6 +36,10 @@ inline const registry<any_checkpointer>& checkpointers() {
           [] { return any_checkpointer(chain_dp{}); });
     g.add("checkmate_ilp", "Checkmate MILP over the order with the context's solver (CBC): least recompute cost; the default checkpointer's plan without one",
           [] { return any_checkpointer(checkmate_ilp{.warm_start = default_checkpointer{}}); });
+    g.add("monet_greedy", "operator implementations chosen with recomputation, solver-free: fastest implementation that fits the memory left, then the default checkpointer (MONeT §4 heuristic)",
+          [] { return any_checkpointer(monet_greedy{}); });
+    g.add("monet_ilp", "MONeT's 0-1 program: recomputation and every op's implementation jointly, least total cost, with the context's solver (CBC); monet_greedy's plan without one",
+          [] { return any_checkpointer(monet_ilp{}); });
     return g;
   }();
   return r;

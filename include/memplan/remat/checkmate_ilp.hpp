@@ -80,11 +80,12 @@ namespace memplan::remat {
 struct checkmate_ilp_size {
   std::int32_t stages = 0;
   std::int64_t r_vars = 0, s_vars = 0;                  // binaries
+  std::int64_t d_vars = 0;                              // binaries: implementation choices (monet_ilp, MONeT's delta)
   std::int64_t n_vars = 0, free_vars = 0, u_vars = 0;   // continuous
   std::int64_t constraints = 0;                         // after build (0 from model_size)
   std::int64_t unit = 1;                                // bytes per model unit
   bool rounded = false;                                 // sizes rounded up to the unit (conservative)
-  [[nodiscard]] std::int64_t binaries() const noexcept { return r_vars + s_vars; }
+  [[nodiscard]] std::int64_t binaries() const noexcept { return r_vars + s_vars + d_vars; }
 };
 
 namespace detail {
@@ -117,6 +118,26 @@ struct checkmate_facts {
   // positions
   std::vector<std::vector<storage_id>> touch;  // storages read or written (empty ones too)
   std::vector<std::int32_t> last_need;        // max position of the op and its data descendants
+  // Implementation choice (monet_ilp; checkmate_ilp keeps one alternative per position: the order's).
+  struct alternative {
+    std::int32_t impl = -1;   // index into problem::implementations, -1: the op's own
+    double cost = 0;          // model units
+    std::int64_t ws = 0;      // workspace bytes
+  };
+  std::vector<std::vector<alternative>> alts;  // position -> its alternatives (>= 1)
+  std::vector<std::vector<std::int32_t>> alt_of;  // position -> impl + 1 -> index of the alternative that is it or dominates it
+  bool choose = false;                        // the model chooses implementations and counts every op step's cost
+  bool one_impl_per_op = true;                // a recompute runs the implementation of the op's first computation
+  std::vector<std::uint8_t> may_recompute;    // position -> the op may be recomputed
+  std::vector<std::uint8_t> hosts_recompute;  // position -> its stage may recompute ops
+
+  [[nodiscard]] bool has_choice(std::int32_t i) const { return alts[static_cast<std::size_t>(i)].size() > 1; }
+  // The alternative at position i for a step's impl (the dominating one when pruned), -1 when unknown.
+  [[nodiscard]] std::int32_t alt_index(std::int32_t i, std::int32_t impl) const {
+    const auto& a = alt_of[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(impl + 1);
+    return impl < -1 || k >= a.size() ? -1 : a[k];
+  }
 
   [[nodiscard]] std::int32_t nt() const noexcept { return static_cast<std::int32_t>(prod.size()); }
   // The version index a fixed storage holds when stage t starts (t in [0, n]); -1: not allocated yet.
@@ -152,6 +173,15 @@ inline checkmate_facts checkmate_make_facts(const problem& p, const timeline& tl
   }
   f.unit_costs = !any_cost;
   if (f.unit_costs) std::fill(f.cost.begin(), f.cost.end(), 1.0);
+  f.alts.assign(n, {});
+  f.alt_of.assign(n, {});
+  f.may_recompute.assign(n, 1);
+  f.hosts_recompute.assign(n, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    f.alts[i] = {{f.op_step[i].impl, f.cost[i], f.ws[i]}};
+    f.alt_of[i].assign(p.implementations(f.order[i]).size() + 1, -1);
+    f.alt_of[i][static_cast<std::size_t>(f.op_step[i].impl + 1)] = 0;
+  }
 
   const auto nt = static_cast<std::size_t>(p.num_tensors());
   const auto ns = static_cast<std::size_t>(p.num_storages());
@@ -223,17 +253,114 @@ inline checkmate_facts checkmate_make_facts(const problem& p, const timeline& tl
   return f;
 }
 
+// Turns facts into monet_ilp's: every position chooses among the op's own (cost, workspace) and its
+// implementations (MONeT §4, delta), pruned to the Pareto front of (cost, workspace) -- a dominated
+// alternative is never needed, a plan using one maps to its dominator (alt_of) at no more cost or
+// memory. Costs are in the graph's units (one unit per op step when the graph gives no costs at all,
+// the implementations' included).
+inline void monet_choices(const problem& p, checkmate_facts& f, bool one_impl_per_op) {
+  const auto n = static_cast<std::size_t>(f.n);
+  bool any_cost = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto o = f.order[i];
+    any_cost |= p.cost(o) > 0;
+    for (const auto& im : p.implementations(o)) any_cost |= im.cost > 0;
+  }
+  f.unit_costs = !any_cost;
+  f.choose = true;
+  f.one_impl_per_op = one_impl_per_op;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto o = f.order[i];
+    std::vector<checkmate_facts::alternative> all;
+    all.push_back({-1, any_cost ? p.cost(o) : 1.0, p.workspace(o)});
+    const auto ims = p.implementations(o);
+    for (std::size_t k = 0; k < ims.size(); ++k) all.push_back({static_cast<std::int32_t>(k), any_cost ? ims[k].cost : 1.0, ims[k].workspace});
+    // b dominates a: no costlier, no larger, and strictly better in one, or equal and listed first.
+    auto dominates = [&](std::size_t b, std::size_t a) {
+      const auto &x = all[a], &y = all[b];
+      if (y.cost > x.cost || y.ws > x.ws) return false;
+      return y.cost < x.cost || y.ws < x.ws || b < a;
+    };
+    auto& alts = f.alts[i];
+    alts.clear();
+    std::vector<std::int32_t> kept_as(all.size(), -1);
+    for (std::size_t a = 0; a < all.size(); ++a) {
+      bool dominated = false;
+      for (std::size_t b = 0; b < all.size() && !dominated; ++b) dominated = b != a && dominates(b, a);
+      if (!dominated) {
+        kept_as[a] = static_cast<std::int32_t>(alts.size());
+        alts.push_back(all[a]);
+      }
+    }
+    // Fastest first (then smaller workspace): alternative 0 is the op's fastest implementation.
+    std::vector<std::int32_t> perm(alts.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::stable_sort(perm.begin(), perm.end(), [&](std::int32_t a, std::int32_t b) {
+      const auto &x = alts[static_cast<std::size_t>(a)], &y = alts[static_cast<std::size_t>(b)];
+      return x.cost != y.cost ? x.cost < y.cost : x.ws < y.ws;
+    });
+    std::vector<checkmate_facts::alternative> sorted;
+    std::vector<std::int32_t> where(alts.size());
+    for (std::size_t k = 0; k < perm.size(); ++k) {
+      where[static_cast<std::size_t>(perm[k])] = static_cast<std::int32_t>(k);
+      sorted.push_back(alts[static_cast<std::size_t>(perm[k])]);
+    }
+    alts = std::move(sorted);
+    auto& ao = f.alt_of[i];
+    ao.assign(all.size(), -1);
+    for (std::size_t a = 0; a < all.size(); ++a) {
+      if (kept_as[a] >= 0) {
+        ao[a] = where[static_cast<std::size_t>(kept_as[a])];
+        continue;
+      }
+      // The kept alternative dominating it with the least cost (then workspace).
+      std::int32_t best = -1;
+      for (std::size_t k = 0; k < alts.size(); ++k)
+        if (alts[k].cost <= all[a].cost && alts[k].ws <= all[a].ws && best < 0) best = static_cast<std::int32_t>(k);
+      ao[a] = best;
+    }
+    // "As ordered" now means the op's fastest alternative.
+    f.op_step[i].impl = alts[0].impl;
+    f.cost[i] = alts[0].cost;
+    f.ws[i] = alts[0].ws;
+  }
+}
+
+// Restricts the stages as MONeT's Alg. 2 does: only forward ops are recomputed, and only in the
+// stages of backward (and update) ops. Graphs without forward and backward phases are left as they are.
+inline void monet_stages(const problem& p, checkmate_facts& f) {
+  bool fwd = false, bwd = false;
+  for (auto o : f.order) {
+    fwd |= p.phase(o) == op_phase::forward;
+    bwd |= p.phase(o) == op_phase::backward;
+  }
+  if (!fwd || !bwd) return;
+  for (std::size_t i = 0; i < f.order.size(); ++i) {
+    f.may_recompute[i] = p.phase(f.order[i]) == op_phase::forward ? 1 : 0;
+    f.hosts_recompute[i] = p.phase(f.order[i]) == op_phase::forward ? 0 : 1;
+  }
+}
+
 // A plan in the model's terms: which ops run in which stage, which versions are kept into which stage.
 struct staged_plan {
   std::int32_t n = 0, nt = 0;
   std::vector<std::uint8_t> r;  // r[t * n + i], i <= t (r[t][t] = 1)
   std::vector<std::uint8_t> s;  // s[t * nt + v], t in [0, n]
+  // The implementation of each run (t, i): an alternative of facts::alts[i], or as_ordered: the
+  // implementation of the op's compute step in the incoming order.
+  static constexpr std::int32_t as_ordered = -2;
+  std::vector<std::int32_t> im;
 
   staged_plan() = default;
   staged_plan(std::int32_t n_, std::int32_t nt_)
       : n(n_), nt(nt_), r(static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_), 0),
-        s(static_cast<std::size_t>(n_ + 1) * static_cast<std::size_t>(nt_), 0) {
+        s(static_cast<std::size_t>(n_ + 1) * static_cast<std::size_t>(nt_), 0),
+        im(static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_), as_ordered) {
     for (std::int32_t t = 0; t < n; ++t) run(t, t) = 1;
+  }
+  std::int32_t& impl(std::int32_t t, std::int32_t i) { return im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]; }
+  [[nodiscard]] std::int32_t impl(std::int32_t t, std::int32_t i) const {
+    return im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)];
   }
   std::uint8_t& run(std::int32_t t, std::int32_t i) { return r[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]; }
   [[nodiscard]] bool runs(std::int32_t t, std::int32_t i) const {
@@ -243,11 +370,20 @@ struct staged_plan {
   [[nodiscard]] bool kept(std::int32_t t, tensor_id v) const {
     return t >= 0 && t <= n && s[static_cast<std::size_t>(t) * static_cast<std::size_t>(nt) + static_cast<std::size_t>(v)] != 0;
   }
+  // The alternative run (t, i) uses (index into f.alts[i]; -1: one the model does not have).
+  [[nodiscard]] std::int32_t alt(const checkmate_facts& f, std::int32_t t, std::int32_t i) const {
+    const auto k = impl(t, i);
+    return f.alt_index(i, k == as_ordered ? f.op_step[static_cast<std::size_t>(i)].impl : k);
+  }
+  // The objective: recompute cost (checkmate), or the cost of every op step (monet, MONeT eq. 9).
   [[nodiscard]] double cost(const checkmate_facts& f) const {
     double c = 0;
     for (std::int32_t t = 0; t < n; ++t)
-      for (std::int32_t i = 0; i < t; ++i)
-        if (runs(t, i)) c += f.cost[static_cast<std::size_t>(i)];
+      for (std::int32_t i = 0; i < (f.choose ? t + 1 : t); ++i)
+        if (runs(t, i)) {
+          const auto a = alt(f, t, i);
+          c += a >= 0 ? f.alts[static_cast<std::size_t>(i)][static_cast<std::size_t>(a)].cost : f.cost[static_cast<std::size_t>(i)];
+        }
     return c;
   }
 };
@@ -355,6 +491,7 @@ inline void staged_to_timeline(const problem& p, const checkmate_facts& f, const
       const auto o = f.order[static_cast<std::size_t>(i)];
       auto st = f.op_step[static_cast<std::size_t>(i)];
       st.kind = i == t ? step_kind::compute : step_kind::recompute;
+      if (const auto k = sp.impl(t, i); k != staged_plan::as_ordered) st.impl = k;
       if (auto why = apply_op(p, o, i < t, held)) throw bad("stage " + std::to_string(t) + ": " + *why);
       steps.push_back(st);
       for (auto s : f.touch[static_cast<std::size_t>(i)]) {
@@ -402,6 +539,7 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
         why = *bad;
         return std::nullopt;
       }
+      sp.impl(t, t) = st.impl;
       ++t;
       last = -1;
       recorded = false;
@@ -417,6 +555,7 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
         return std::nullopt;
       }
       sp.run(t, i) = 1;
+      sp.impl(t, i) = st.impl;
       last = i;
     } else if (st.kind == step_kind::free) {
       held[static_cast<std::size_t>(p.storage_of(st.id))] = no_id;
@@ -575,11 +714,12 @@ class checkmate_model {
         g = std::gcd(g, p.storage_bytes(s));
         mx = std::max(mx, p.storage_bytes(s));
       }
-    for (auto w : f.ws)
-      if (w > 0) {
-        g = std::gcd(g, w);
-        mx = std::max(mx, w);
-      }
+    for (const auto& as : f.alts)
+      for (const auto& a : as)
+        if (a.ws > 0) {
+          g = std::gcd(g, a.ws);
+          mx = std::max(mx, a.ws);
+        }
     unit_ = g > 0 ? g : 1;
     constexpr std::int64_t span = 1000000;
     if (mx / unit_ > span) {
@@ -592,7 +732,18 @@ class checkmate_model {
     std::int64_t nr = 0, nsv = 0;
     for (std::int32_t t = 0; t < n; ++t)
       for (std::int32_t i = 0; i < t; ++i)
-        if (p.recomputable(f.order[static_cast<std::size_t>(i)]) && f.last_need[static_cast<std::size_t>(i)] >= t) r_idx_[ri(t, i)] = nr++;
+        if (p.recomputable(f.order[static_cast<std::size_t>(i)]) && f.last_need[static_cast<std::size_t>(i)] >= t &&
+            f.may_recompute[static_cast<std::size_t>(i)] && f.hosts_recompute[static_cast<std::size_t>(t)])
+          r_idx_[ri(t, i)] = nr++;
+    // delta[t][i][a] (MONeT §4): one binary per alternative of every run that can happen.
+    d_idx_.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), -1);
+    std::int64_t nd = 0;
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i <= t; ++i)
+        if (f.has_choice(i) && (i == t || r_idx_[ri(t, i)] >= 0)) {
+          d_idx_[ri(t, i)] = nd;
+          nd += static_cast<std::int64_t>(f.alts[static_cast<std::size_t>(i)].size());
+        }
     for (std::int32_t t = 1; t < n; ++t)
       for (tensor_id v = 0; v < f.nt(); ++v) {
         const auto vu = static_cast<std::size_t>(v);
@@ -602,6 +753,7 @@ class checkmate_model {
     size_.stages = n;
     size_.r_vars = nr;
     size_.s_vars = nsv;
+    size_.d_vars = nd;
     size_.unit = unit_;
     size_.rounded = rounded_;
   }
@@ -628,20 +780,52 @@ class checkmate_model {
     for (std::int32_t t = 1; t < n; ++t)
       for (tensor_id v = 0; v < f.nt(); ++v)
         if (auto k = s_idx_[si(t, v)]; k >= 0) s_var_[static_cast<std::size_t>(k)] = m_.add_binary();
+    d_var_.assign(static_cast<std::size_t>(size_.d_vars), {});
+    for (auto& d : d_var_) d = m_.add_binary();
     // Objective: costs scaled so that the smallest positive one is 1 (at most 1e6 apart).
     double cmin = 0, cmax = 0;
-    for (auto c : f.cost)
-      if (c > 0) {
-        cmin = cmin == 0 ? c : std::min(cmin, c);
-        cmax = std::max(cmax, c);
-      }
+    auto see = [&](double c) {
+      if (c <= 0) return;
+      cmin = cmin == 0 ? c : std::min(cmin, c);
+      cmax = std::max(cmax, c);
+    };
+    for (auto c : f.cost) see(c);
+    for (const auto& as : f.alts)
+      for (const auto& a : as) see(a.cost);
     cost_scale_ = cmin > 0 ? (cmax / cmin > 1e6 ? 1e6 / cmax : 1.0 / cmin) : 1.0;
+    // Checkmate: recompute cost, sum_{t, i<t} cost(i) R[t][i]. MONeT eq. 9: the cost of every run,
+    // forward/backward (i = t) and recomputation (i < t), by the implementation it chose.
     solver::expr obj;
     for (std::int32_t t = 0; t < n; ++t)
-      for (std::int32_t i = 0; i < t; ++i)
+      for (std::int32_t i = 0; i <= t; ++i) {
+        if (auto d = d_idx_[ri(t, i)]; d >= 0) {
+          const auto& as = f.alts[static_cast<std::size_t>(i)];
+          for (std::size_t a = 0; a < as.size(); ++a)
+            if (as[a].cost > 0) obj.add_term(d_var_[static_cast<std::size_t>(d) + a], as[a].cost * cost_scale_);
+          continue;
+        }
+        if (i == t) continue;  // a constant
         if (auto k = r_idx_[ri(t, i)]; k >= 0 && f.cost[static_cast<std::size_t>(i)] > 0)
           obj.add_term(r_var_[static_cast<std::size_t>(k)], f.cost[static_cast<std::size_t>(i)] * cost_scale_);
+      }
     m_.minimize(std::move(obj));
+    // One implementation per run: sum_l delta[t][i][l] = R[t][i] (MONeT: sum_l delta_{i,l} = 1 for the
+    // forward/backward run, sum_l delta^k_{i,l} = r^k_i for a recomputation); with one_impl_per_op, a
+    // recompute runs the first computation's implementation: delta[t][i][l] <= delta[i][i][l].
+    for (std::int32_t t = 0; t < n; ++t)
+      for (std::int32_t i = 0; i <= t; ++i) {
+        const auto d = d_idx_[ri(t, i)];
+        if (d < 0) continue;
+        const auto na = f.alts[static_cast<std::size_t>(i)].size();
+        solver::expr e;
+        for (std::size_t a = 0; a < na; ++a) e += solver::expr(d_var_[static_cast<std::size_t>(d) + a]);
+        add(std::move(e) == R(t, i), "one_impl");
+        if (i < t && f.one_impl_per_op) {
+          const auto d0 = d_idx_[ri(i, i)];
+          for (std::size_t a = 0; a < na; ++a)
+            add(solver::expr(d_var_[static_cast<std::size_t>(d) + a]) <= solver::expr(d_var_[static_cast<std::size_t>(d0) + a]), "same_impl");
+        }
+      }
 
     for (std::int32_t t = 0; t < n; ++t) {
       // ---- readability and clobbering ----
@@ -719,7 +903,7 @@ class checkmate_model {
         add(solver::expr(u) >= cur, "U");
         ++size_.u_vars;
         const double rhs = std::floor(static_cast<double>(target_ - fixed_now) / static_cast<double>(unit_));
-        add(solver::expr(u) + units(f.ws[static_cast<std::size_t>(k)]) * rk <= rhs, "memory");
+        add(solver::expr(u) + W(t, k) <= rhs, "memory");
         cur = solver::expr(u);
         // Frees after op k: storages it touches that no later op of the stage uses and stage t+1 does not keep.
         for (auto s : f.touch[static_cast<std::size_t>(k)]) {
@@ -765,6 +949,10 @@ class checkmate_model {
     for (std::int32_t t = 1; t < f.n; ++t)
       for (tensor_id v = 0; v < f.nt(); ++v)
         if (auto k = s_idx_[si(t, v)]; k >= 0) x[s_var_[static_cast<std::size_t>(k)].index] = sp.kept(t, v) ? 1.0 : 0.0;
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i <= t; ++i)
+        if (auto d = d_idx_[ri(t, i)]; d >= 0 && sp.runs(t, i))
+          if (auto a = sp.alt(f, t, i); a >= 0) x[d_var_[static_cast<std::size_t>(d + a)].index] = 1.0;
     for (const auto& d : defs_) {
       double val = 0;
       switch (d.kind) {
@@ -790,6 +978,15 @@ class checkmate_model {
     for (std::int32_t t = 1; t < f.n; ++t)
       for (tensor_id v = 0; v < f.nt(); ++v)
         if (sp.kept(t, v) && !f.fixed[static_cast<std::size_t>(p_->storage_of(v))] && s_idx_[si(t, v)] < 0) return false;
+    // Every run's implementation is one of the model's alternatives (the only one without a choice),
+    // and with one_impl_per_op a recompute runs its first computation's.
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i <= t; ++i) {
+        if (!sp.runs(t, i)) continue;
+        const auto a = sp.alt(f, t, i);
+        if (a < 0) return false;
+        if (i < t && f.one_impl_per_op && f.choose && a != sp.alt(f, i, i)) return false;
+      }
     return true;
   }
 
@@ -802,6 +999,13 @@ class checkmate_model {
     for (std::int32_t t = 1; t < f.n; ++t)
       for (tensor_id v = 0; v < f.nt(); ++v)
         if (auto k = s_idx_[si(t, v)]; k >= 0) sp.keep(t, v) = x[s_var_[static_cast<std::size_t>(k)].index] > 0.5 ? 1 : 0;
+    for (std::int32_t t = 0; t < f.n; ++t)
+      for (std::int32_t i = 0; i <= t; ++i)
+        if (auto d = d_idx_[ri(t, i)]; d >= 0) {
+          const auto& as = f.alts[static_cast<std::size_t>(i)];
+          for (std::size_t a = 0; a < as.size(); ++a)
+            if (x[d_var_[static_cast<std::size_t>(d) + a].index] > 0.5) sp.impl(t, i) = as[a].impl;
+        }
     for (tensor_id v = 0; v < f.nt(); ++v)
       if (f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;
     set_fixed_bits(*p_, f, sp);
@@ -835,6 +1039,18 @@ class checkmate_model {
     const auto k = r_idx_[ri(t, i)];
     return k >= 0 ? solver::expr(r_var_[static_cast<std::size_t>(k)]) : solver::expr(0.0);
   }
+  // Workspace of run (t, k) in units: ws(k) R[t][k], or sum_l c^l delta[t][k][l] (MONeT: c_i = sum_l c_i^l delta_{i,l}).
+  [[nodiscard]] solver::expr W(std::int32_t t, std::int32_t k) const {
+    const auto& f = *f_;
+    if (auto d = d_idx_[ri(t, k)]; d >= 0) {
+      solver::expr e;
+      const auto& as = f.alts[static_cast<std::size_t>(k)];
+      for (std::size_t a = 0; a < as.size(); ++a)
+        if (as[a].ws > 0) e.add_term(d_var_[static_cast<std::size_t>(d) + a], units(as[a].ws));
+      return e;
+    }
+    return units(f.ws[static_cast<std::size_t>(k)]) * R(t, k);
+  }
   // S[t][v]: a constant for fixed storages and at t = 0, a variable, or 0.
   [[nodiscard]] solver::expr S(std::int32_t t, tensor_id v) const {
     const auto& f = *f_;
@@ -867,8 +1083,8 @@ class checkmate_model {
   bool rounded_ = false;
   double cost_scale_ = 1.0;
   checkmate_ilp_size size_;
-  std::vector<std::int64_t> r_idx_, s_idx_;
-  std::vector<solver::var> r_var_, s_var_;
+  std::vector<std::int64_t> r_idx_, s_idx_, d_idx_;
+  std::vector<solver::var> r_var_, s_var_, d_var_;
   std::vector<definition> defs_;
   solver::model m_;
   std::string trivial_;

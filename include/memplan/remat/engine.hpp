@@ -74,12 +74,19 @@ class engine {
     for (std::int32_t i = 0; i < n; ++i)
       for (auto s : p.touched(order_[static_cast<std::size_t>(i)])) uses_[static_cast<std::size_t>(s)].push_back(i);
     next_.assign(ns, 0);
+    // Implementations: each op runs (and is recomputed) with the one its compute step chose in the
+    // incoming timeline (MONeT §4's delta); its cost and workspace follow.
+    impl_.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    for (const auto& s : in.steps)
+      if (s.kind == step_kind::compute && s.id >= 0 && s.id < p.num_ops()) impl_[static_cast<std::size_t>(s.id)] = s.impl;
+    ws_.assign(static_cast<std::size_t>(p.num_ops()), 0);
+    for (op_id o = 0; o < p.num_ops(); ++o) ws_[static_cast<std::size_t>(o)] = step_workspace(p, op_step(o));
     // Costs: one unit per op when the graph gives none.
     bool any_cost = false;
-    for (op_id o = 0; o < p.num_ops() && !any_cost; ++o) any_cost = p.cost(o) > 0;
+    for (op_id o = 0; o < p.num_ops() && !any_cost; ++o) any_cost = step_cost(p, op_step(o)) > 0;
     cost_.assign(static_cast<std::size_t>(p.num_ops()), 1.0);
     if (any_cost)
-      for (op_id o = 0; o < p.num_ops(); ++o) cost_[static_cast<std::size_t>(o)] = p.cost(o);
+      for (op_id o = 0; o < p.num_ops(); ++o) cost_[static_cast<std::size_t>(o)] = step_cost(p, op_step(o));
     compute_until();
   }
 
@@ -87,6 +94,14 @@ class engine {
   [[nodiscard]] std::int32_t position(op_id o) const { return pos_[static_cast<std::size_t>(o)]; }
   [[nodiscard]] const std::vector<std::int32_t>& uses(storage_id s) const { return uses_[static_cast<std::size_t>(s)]; }
   [[nodiscard]] double cost(op_id o) const { return cost_[static_cast<std::size_t>(o)]; }
+  // The implementation op o runs with (its compute step's in the incoming timeline), its workspace.
+  [[nodiscard]] std::int32_t impl(op_id o) const { return impl_[static_cast<std::size_t>(o)]; }
+  [[nodiscard]] std::int64_t workspace(op_id o) const { return ws_[static_cast<std::size_t>(o)]; }
+  [[nodiscard]] step op_step(op_id o, step_kind k = step_kind::compute) const {
+    step st{k, o};
+    st.impl = impl_.empty() ? -1 : impl_[static_cast<std::size_t>(o)];
+    return st;
+  }
   // Below this position, tensor t can be recomputed when it is not on the device (0: never).
   [[nodiscard]] std::int32_t until(tensor_id t) const { return recreate_[static_cast<std::size_t>(t)]; }
   // May storage s be freed now (at position `now`) and recreated for its next use?
@@ -140,7 +155,7 @@ class engine {
         if (nu == never || (droppable(s, nu) && !pol.keep(s, i, need))) free(s);
       }
       // 2. Room for o's new outputs and workspace.
-      make_room(new_bytes(o) + p_.workspace(o));
+      make_room(new_bytes(o) + workspace(o));
       // 3. Run it.
       emit_op(step_kind::compute, o);
       // 4. Frees: storages o touched whose last use this was, and the policy's drops.
@@ -260,8 +275,7 @@ class engine {
     return b;
   }
   void emit_op(step_kind k, op_id o) {
-    step st{k, o};
-    steps_.push_back(st);
+    steps_.push_back(op_step(o, k));
     for (auto t : p_.outputs(o)) {
       const auto s = static_cast<std::size_t>(p_.storage_of(t));
       if (p_.inplace_of(t) != no_id) {
@@ -312,7 +326,7 @@ class engine {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const auto q = ops[k];
       for (auto x : p_.outputs(q)) ++pin_[static_cast<std::size_t>(p_.storage_of(x))];
-      make_room(new_bytes(q) + p_.workspace(q));
+      make_room(new_bytes(q) + workspace(q));
       for (auto x : p_.outputs(q)) --pin_[static_cast<std::size_t>(p_.storage_of(x))];
       for (auto x : p_.outputs(q)) {
         const auto s = p_.storage_of(x);
@@ -393,6 +407,8 @@ class engine {
   std::vector<std::vector<std::int32_t>> uses_;
   std::vector<std::size_t> next_;
   std::vector<double> cost_;
+  std::vector<std::int32_t> impl_;
+  std::vector<std::int64_t> ws_;
   std::vector<std::int32_t> recreate_, avail_;
   // replay state
   std::vector<std::uint8_t> on_;

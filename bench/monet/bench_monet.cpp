@@ -1,0 +1,202 @@
+// Joint implementation choice and recomputation benchmark (docs/monet.md). Prints, does not assert.
+//
+// For each graph: the baseline is the given order (PyTorch's) with every op on its own (default)
+// implementation and nothing recomputed: peak P0, compute cost C0 (the sum of the ops' costs). For each
+// policy, the least memory target B (bisection over B/P0) at which its plan meets B with a total compute
+// cost <= 1.10 C0 (MONeT Table 1: memory at <= 10 % overhead over PyTorch), printed as B/P0:
+//   recompute only     remat::default_checkpointer over the default implementations (no choice)
+//   checkmate-D        remat::checkmate_ilp over the default implementations (MONeT's Checkmate-D)
+//   checkmate-O        checkmate-D's plan with each op then moved to its fastest implementation that
+//                      fits the memory left (MONeT's Checkmate-O, post-optimized)
+//   monet_greedy       remat::monet_greedy (solver-free joint heuristic)
+//   monet_ilp          remat::monet_ilp (MONeT's joint 0-1 program, CBC)
+// then the ratios checkmate-O / monet_ilp and recompute-only / monet_greedy (MONeT: 1.2-1.8x vs
+// Checkmate), and the ILP solve times and statuses at the final targets.
+//
+// Usage: memplan_bench_monet [--time-limit S] [--iters N] [--no-ilp] [--backward-only] [--only SUBSTRING] [GRAPH.json.gz ...]
+// (--backward-only: monet_ilp restricted to MONeT's Alg. 2 stages, forward ops recomputed before backward ops only)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <memplan/core/context.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/io/gzip.hpp>
+#include <memplan/io/json.hpp>
+#include <memplan/remat/checkmate_ilp.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/monet_greedy.hpp>
+#include <memplan/remat/monet_ilp.hpp>
+#ifdef MEMPLAN_BENCH_CBC
+#include <memplan/solver/cbc.hpp>
+#endif
+
+using namespace memplan;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double secs_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+struct outcome {
+  std::int64_t peak = 0;
+  double cost = 0;
+  std::string note;
+  double seconds = 0;
+};
+
+using policy_fn = std::function<outcome(const problem&, const timeline&, std::int64_t)>;
+
+struct result {
+  double ratio = 1.0;        // least B / P0 found with overhead <= 10 %
+  double overhead = 0.0;     // at that B
+  double seconds = 0.0;      // of the run at that B
+  std::string note;          // its stage note
+  int runs = 0;
+};
+
+// Bisection over B / P0 in [lo, 1]: the least B whose plan fits B at cost <= 1.1 C0.
+result least_memory(const problem& p, const timeline& base, double c0, const policy_fn& f, int iters, double lo) {
+  result r;
+  const auto p0 = base.peak;
+  auto ok = [&](double x, outcome& o) {
+    const auto b = static_cast<std::int64_t>(x * static_cast<double>(p0));
+    o = f(p, base, b);
+    ++r.runs;
+    return o.peak <= b && o.cost <= 1.10 * c0 * (1 + 1e-12);
+  };
+  outcome o;
+  double good = 1.0, bad = lo;
+  if (!ok(1.0, o)) return {1.0, o.cost / c0 - 1, o.seconds, "does not meet the baseline peak: " + o.note, r.runs};
+  r = {1.0, o.cost / c0 - 1, o.seconds, o.note, r.runs};
+  if (ok(lo, o)) return {lo, o.cost / c0 - 1, o.seconds, o.note, r.runs};
+  for (int k = 0; k < iters; ++k) {
+    const double mid = 0.5 * (good + bad);
+    if (ok(mid, o)) {
+      good = mid;
+      r.overhead = o.cost / c0 - 1;
+      r.seconds = o.seconds;
+      r.note = o.note;
+    } else {
+      bad = mid;
+    }
+  }
+  r.ratio = good;
+  return r;
+}
+
+plan_context ctx_for(std::int64_t b, double limit) {
+  plan_context c;
+  c.memory_target = b;
+  c.time_limit_s = limit;
+#ifdef MEMPLAN_BENCH_CBC
+  c.solver = solver::cbc{};
+#endif
+  return c;
+}
+
+std::string ratio_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
+}
+
+outcome run_stage(const problem& p, const timeline& tl, const auto& stage, const plan_context& ctx) {
+  const auto t0 = clock_type::now();
+  const auto out = stage.run(p, tl, ctx);
+  return {out.peak, remat::total_step_cost(p, out), out.stages.empty() ? "" : out.stages.back().note, secs_since(t0)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double limit = 20;
+  int iters = 6;
+  bool ilp = true;
+  bool backward_only = false;  // monet_ilp{.backward_only = true}: MONeT's Alg. 2 stages
+  std::string only;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--time-limit" && i + 1 < argc) limit = std::atof(argv[++i]);
+    else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (a == "--no-ilp") ilp = false;
+    else if (a == "--backward-only") backward_only = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else files.push_back(a);
+  }
+  if (files.empty()) {
+    const std::filesystem::path dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
+    for (const char* m : {"alexnet-train-b32", "vgg11-train-b32", "squeezenet1_0-train-b32", "resnet18-train-b32", "mobilenet_v2-train-b32",
+                          "googlenet-train-b32", "vgg16-train-b32", "resnet50-train-b32"})
+      files.push_back((dir / (std::string(m) + ".json.gz")).string());
+  }
+#ifndef MEMPLAN_BENCH_CBC
+  if (ilp) std::printf("(built without memplan::cbc: the ILP rows are their fallbacks)\n");
+#endif
+  std::printf("memory at <= 10 %% compute overhead, as a fraction of the given order's peak with the default implementations\n");
+  std::printf("%-26s %5s %10s | %9s %11s %11s %12s %10s | %8s %8s\n", "graph", "ops", "P0 (MiB)", "recompute", "checkmate-D", "checkmate-O",
+              "monet_greedy", "monet_ilp", "ckO/mILP", "rec/mgr");
+  for (const auto& file : files) {
+    if (!only.empty() && file.find(only) == std::string::npos) continue;
+    const auto p = io::read_graph(file);
+    if (!remat::has_implementations(p)) continue;
+    const auto base = given_timeline(p);
+    double c0 = 0;
+    for (op_id o = 0; o < p.num_ops(); ++o) c0 += p.cost(o);
+    const double lo = std::max(0.05, static_cast<double>(p.resident_bytes()) / static_cast<double>(base.peak));
+    const auto recompute = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
+      return run_stage(q, t, remat::default_checkpointer{}, ctx_for(b, limit));
+    }, iters + 2, lo);
+    const auto greedy = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
+      return run_stage(q, t, remat::monet_greedy{}, ctx_for(b, limit));
+    }, iters + 2, lo);
+    result ckd, cko, mono;
+    const bool small = p.num_ops() <= 120;
+    if (ilp && small) {
+      const remat::checkmate_ilp ck{.warm_start = remat::default_checkpointer{}};
+      ckd = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
+        return run_stage(q, t, ck, ctx_for(b, limit));
+      }, iters, lo);
+      cko = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
+        const auto t0 = clock_type::now();
+        auto out = ck.run(q, t, ctx_for(b, limit));
+        std::vector<std::vector<remat::impl_alternative>> front(static_cast<std::size_t>(q.num_ops()));
+        for (op_id o = 0; o < q.num_ops(); ++o) front[static_cast<std::size_t>(o)] = remat::implementation_front(q, o);
+        remat::detail::upgrade_impls(q, out, front, b, true);
+        return outcome{out.peak, remat::total_step_cost(q, out), out.stages.back().note, secs_since(t0)};
+      }, iters, lo);
+      mono = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
+        return run_stage(q, t, remat::monet_ilp{.backward_only = backward_only}, ctx_for(b, limit));
+      }, iters, lo);
+    }
+    auto cell = [&](const result& r, bool have) {
+      static char buf[64];
+      if (!have) std::snprintf(buf, sizeof buf, "-");
+      else std::snprintf(buf, sizeof buf, "%.3f", r.ratio);
+      return std::string(buf);
+    };
+    const bool have_ilp = ilp && small;
+    std::printf("%-26s %5d %10.1f | %9s %11s %11s %12s %10s | %8s %8.2f\n", std::filesystem::path(file).stem().stem().string().c_str(), p.num_ops(),
+                static_cast<double>(base.peak) / 1048576.0, cell(recompute, true).c_str(), cell(ckd, have_ilp).c_str(), cell(cko, have_ilp).c_str(),
+                cell(greedy, true).c_str(), cell(mono, have_ilp).c_str(),
+                have_ilp ? ratio_text(cko.ratio / mono.ratio).c_str() : "-", recompute.ratio / greedy.ratio);
+    std::printf("    overheads at those targets: recompute %.1f %%, monet_greedy %.1f %%", 100 * recompute.overhead, 100 * greedy.overhead);
+    if (have_ilp) std::printf(", checkmate-D %.1f %%, checkmate-O %.1f %%, monet_ilp %.1f %%", 100 * ckd.overhead, 100 * cko.overhead, 100 * mono.overhead);
+    std::printf("\n    times at those targets: monet_greedy %.2f s", greedy.seconds);
+    if (have_ilp) std::printf(", checkmate_ilp %.1f s, monet_ilp %.1f s", ckd.seconds, mono.seconds);
+    std::printf("\n");
+    if (have_ilp) {
+      std::printf("    checkmate-D: %s\n", ckd.note.c_str());
+      std::printf("    monet_ilp:   %s\n", mono.note.c_str());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}

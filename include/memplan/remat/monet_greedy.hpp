@@ -1,0 +1,285 @@
+#pragma once
+// remat::monet_greedy -- a solver-free joint choice of operator implementations and recomputation
+// (the heuristic counterpart of remat::monet_ilp, MONeT §4 without the solver).
+//
+// Each op may run its own (cost, workspace) or one of problem::implementations(op) (MONeT's
+// convolution algorithms, in-place and output-activated variants). Only the Pareto front of (cost,
+// workspace) matters: an alternative that is slower and needs more workspace than another is never
+// chosen. The heuristic, for a memory target T (ctx.peak_target()):
+//   1. for each workspace cap c in {infinity, then up to `caps` of the workspaces that occur, largest
+//      first, then 0}: every op takes its fastest alternative with workspace <= c (its least-workspace
+//      one when none is that small);
+//   2. the inner checkpointer (default: remat::default_checkpointer) recomputes over that choice to
+//      meet T -- the engine runs every recompute with the op's chosen implementation;
+//   3. upgrade: with the recomputation fixed, each op takes its fastest alternative whose workspace
+//      fits the memory left at every tick it runs (T minus the live bytes without its workspace), the
+//      least-workspace one when the plan does not fit anyway. This never raises the peak above T:
+//      a workspace lives only while its own step runs;
+//   4. the choices of the best plan so far feed step 2 again (`rounds` times) while it improves;
+//   5. when no plan meets T yet: recomputation on demand (checkmate_ilp's low-memory staged plan) over
+//      the least-workspace choice, then step 3.
+// The plan returned is the one that meets T at the least total compute cost (every op step's cost:
+// MONeT eq. 9's objective), the one of least peak when none meets it. Without a target every op runs
+// its fastest implementation and nothing is recomputed. one_impl_per_op (default) keeps one
+// implementation per op for its computation and recomputations, so that eager execution with the same
+// choices reproduces the plan bit for bit (ad::implementation_choices); false lets each recompute step
+// choose on its own (MONeT's delta^k).
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/core/any_stage.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/remat/checkmate_ilp.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/detail.hpp>
+
+namespace memplan::remat {
+
+// One way to run an op: index into problem::implementations (-1: the op's own), its cost and workspace.
+struct impl_alternative {
+  std::int32_t impl = -1;
+  double cost = 0.0;
+  std::int64_t workspace = 0;
+};
+
+// The Pareto front of an op's alternatives over (cost, workspace), fastest first (then least
+// workspace; ties: the one listed first, the op's own before its implementations).
+inline std::vector<impl_alternative> implementation_front(const problem& p, op_id o) {
+  std::vector<impl_alternative> all{{-1, p.cost(o), p.workspace(o)}};
+  const auto ims = p.implementations(o);
+  for (std::size_t k = 0; k < ims.size(); ++k) all.push_back({static_cast<std::int32_t>(k), ims[k].cost, ims[k].workspace});
+  std::stable_sort(all.begin(), all.end(), [](const impl_alternative& a, const impl_alternative& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.workspace < b.workspace;
+  });
+  std::vector<impl_alternative> front;
+  for (const auto& a : all)
+    if (front.empty() || a.workspace < front.back().workspace) front.push_back(a);
+  return front;
+}
+
+// Whether any op of the problem has implementation alternatives.
+inline bool has_implementations(const problem& p) {
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (!p.implementations(o).empty()) return true;
+  return false;
+}
+
+// Total compute cost of a timeline's op steps (MONeT eq. 9: forward, backward and recomputation), in the
+// graph's cost units, or one unit per op step when the graph gives no costs.
+inline double total_step_cost(const problem& p, const timeline& tl) {
+  bool any = false;
+  for (op_id o = 0; o < p.num_ops() && !any; ++o) {
+    any = p.cost(o) > 0;
+    for (const auto& im : p.implementations(o)) any |= im.cost > 0;
+  }
+  double c = 0;
+  for (const auto& s : tl.steps)
+    if (runs_op(s.kind)) c += any ? step_cost(p, s) : 1.0;
+  return c;
+}
+
+// Ops not on their fastest implementation in a timeline's compute steps (the report's implementations_changed).
+inline std::int64_t implementations_changed(const problem& p, const timeline& tl) {
+  std::int64_t k = 0;
+  for (const auto& s : tl.steps)
+    if (s.kind == step_kind::compute && step_cost(p, s) > implementation_front(p, s.id).front().cost) ++k;
+  return k;
+}
+
+namespace detail {
+
+// Sets the compute steps' implementations (impl[op]) and, for recompute steps, the same; re-derives.
+inline void set_impls(const problem& p, timeline& tl, const std::vector<std::int32_t>& impl) {
+  for (auto& s : tl.steps)
+    if (runs_op(s.kind)) s.impl = impl[static_cast<std::size_t>(s.id)];
+  derive(p, tl);
+}
+
+// Step 3: the fastest alternatives that fit the memory left where they run.
+inline void upgrade_impls(const problem& p, timeline& tl, const std::vector<std::vector<impl_alternative>>& front,
+                          std::int64_t target, bool one_impl_per_op) {
+  constexpr auto inf = std::numeric_limits<std::int64_t>::max();
+  // Room for the workspace of each op step: target minus what lives beside its workspace.
+  std::vector<std::int64_t> room;
+  std::vector<std::size_t> at;
+  std::size_t tick = 0;
+  for (std::size_t i = 0; i < tl.steps.size(); ++i) {
+    const auto& s = tl.steps[i];
+    if (!runs_op(s.kind)) continue;
+    const auto others = tl.live[tick] - step_workspace(p, s);
+    room.push_back(target == inf ? inf : target - others);
+    at.push_back(i);
+    ++tick;
+  }
+  auto pick = [&](op_id o, std::int64_t r) {
+    const auto& fr = front[static_cast<std::size_t>(o)];
+    for (const auto& a : fr)
+      if (a.workspace <= r) return a.impl;
+    return fr.back().impl;  // nothing fits: the least workspace
+  };
+  if (one_impl_per_op) {
+    std::vector<std::int64_t> op_room(static_cast<std::size_t>(p.num_ops()), inf);
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      auto& r = op_room[static_cast<std::size_t>(tl.steps[at[k]].id)];
+      r = std::min(r, room[k]);
+    }
+    for (auto i : at) tl.steps[i].impl = pick(tl.steps[i].id, op_room[static_cast<std::size_t>(tl.steps[i].id)]);
+  } else {
+    for (std::size_t k = 0; k < at.size(); ++k) tl.steps[at[k]].impl = pick(tl.steps[at[k]].id, room[k]);
+  }
+  derive(p, tl);
+}
+
+}  // namespace detail
+
+struct monet_greedy {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+
+  any_checkpointer inner = default_checkpointer{};  // recomputes over a fixed choice of implementations
+  bool one_impl_per_op = true;                      // computation and recomputations of an op run one implementation
+  std::int32_t caps = 6;                            // workspace caps tried in step 1 besides infinity and 0
+  std::int32_t rounds = 2;                          // step 4
+  double time_limit_s = 10.0;                       // for the whole search (at least one candidate runs)
+
+  [[nodiscard]] std::string name() const { return "monet_greedy"; }
+
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto records = tl.stages;
+    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    if (tl.empty()) tl = given_timeline(p);
+    const auto target = detail::target_of(ctx);
+    const auto n = static_cast<std::size_t>(p.num_ops());
+    std::vector<std::vector<impl_alternative>> front(n);
+    for (op_id o = 0; o < p.num_ops(); ++o) front[static_cast<std::size_t>(o)] = implementation_front(p, o);
+    auto finish = [&](timeline out, const std::string& note) {
+      out.stages = records;
+      out.stages.push_back({kind, name(), clock.elapsed(), "monet_greedy: " + note});
+      return out;
+    };
+    auto fastest = [&](std::int64_t cap) {
+      std::vector<std::int32_t> impl(n, -1);
+      for (std::size_t o = 0; o < n; ++o) {
+        impl[o] = front[o].back().impl;
+        for (const auto& a : front[o])
+          if (a.workspace <= cap) {
+            impl[o] = a.impl;
+            break;
+          }
+      }
+      return impl;
+    };
+    // Recomputation from the incoming order's own timeline (the inner checkpointer starts afresh).
+    timeline base = make_timeline(p, tl.order());
+    base.stages = records;
+    base.order_lower_bound = tl.order_lower_bound;
+    base.order_optimal = tl.order_optimal;
+
+    struct candidate {
+      timeline tl;
+      double cost = 0;
+      std::string what;
+    };
+    std::vector<candidate> cs;
+    std::string tried;
+    bool plain_fits = false;  // the last choice considered fits without recomputation
+    auto add = [&](timeline out, const std::string& what) {
+      detail::upgrade_impls(p, out, front, target, one_impl_per_op);
+      candidate c{std::move(out), 0.0, what};
+      c.cost = total_step_cost(p, c.tl);
+      std::ostringstream os;
+      os << what << "=" << c.tl.peak << "/" << c.cost;
+      tried += (tried.empty() ? "" : ", ") + os.str();
+      cs.push_back(std::move(c));
+    };
+    auto consider = [&](const std::vector<std::int32_t>& impl, const std::string& what) {
+      timeline t0 = base;
+      detail::set_impls(p, t0, impl);
+      plain_fits = t0.peak <= target;
+      add(plain_fits ? std::move(t0) : inner.run(p, std::move(t0), ctx), what);
+    };
+    auto best = [&]() -> std::size_t {
+      std::size_t b = 0;
+      for (std::size_t k = 1; k < cs.size(); ++k) {
+        const bool fk = cs[k].tl.peak <= target, fb = cs[b].tl.peak <= target;
+        if (fk != fb ? fk : (fk ? cs[k].cost < cs[b].cost : cs[k].tl.peak < cs[b].tl.peak)) b = k;
+      }
+      return b;
+    };
+
+    consider(fastest(std::numeric_limits<std::int64_t>::max()), "fastest");
+    if (target == std::numeric_limits<std::int64_t>::max() || plain_fits) {
+      std::ostringstream os;
+      os << (plain_fits && target != std::numeric_limits<std::int64_t>::max() ? "the fastest implementations meet the target" : "no memory target")
+         << ": every op on its fastest implementation, nothing recomputed (optimal), peak " << cs[0].tl.peak << " bytes, cost " << cs[0].cost;
+      return finish(std::move(cs[0].tl), os.str());
+    }
+    if (!has_implementations(p)) {
+      auto out = std::move(cs[0].tl);
+      return finish(out, "no implementation alternatives: " + inner.name() + ", peak " + std::to_string(out.peak) + " bytes");
+    }
+    // Step 1's caps: the workspaces that occur, largest first, subsampled; then 0.
+    std::vector<std::int64_t> ws;
+    for (const auto& fr : front)
+      for (const auto& a : fr)
+        if (a.workspace > 0) ws.push_back(a.workspace);
+    std::sort(ws.begin(), ws.end(), std::greater<>());
+    ws.erase(std::unique(ws.begin(), ws.end()), ws.end());
+    std::vector<std::int64_t> capv;
+    const auto k = std::min<std::size_t>(ws.size(), static_cast<std::size_t>(std::max(0, caps)));
+    for (std::size_t j = 0; j < k; ++j) capv.push_back(ws[(j * ws.size()) / std::max<std::size_t>(k, 1)]);
+    capv.push_back(0);
+    capv.erase(std::unique(capv.begin(), capv.end()), capv.end());
+    for (auto c : capv) {
+      if (clock.expired()) break;
+      consider(fastest(c), "cap " + std::to_string(c));
+    }
+    // Step 4: the best choice so far, recomputed over again.
+    for (std::int32_t r = 0; r < rounds && !clock.expired(); ++r) {
+      const auto b = best();
+      std::vector<std::int32_t> impl(n, -1);
+      for (const auto& s : cs[b].tl.steps)
+        if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.id)] = s.impl;
+      const auto before = cs[b].cost;
+      const auto fits = cs[b].tl.peak <= target;
+      consider(impl, "round " + std::to_string(r + 1));
+      if (best() != cs.size() - 1 || (fits && cs.back().cost >= before)) break;
+    }
+    // Last resort when nothing meets the target: recompute on demand (checkmate_ilp's low-memory plan:
+    // every dropped value recomputed in the stage that reads it) over the least-workspace choice.
+    if (cs[best()].tl.peak > target) {
+      timeline t0 = base;
+      detail::set_impls(p, t0, fastest(0));
+      const auto f = detail::checkmate_make_facts(p, t0);
+      if (auto od = detail::on_demand_plan(p, f)) {
+        try {
+          detail::staged_to_timeline(p, f, *od, t0);
+          add(std::move(t0), "on-demand");
+        } catch (const error&) {
+        }
+      }
+    }
+    const auto b = best();
+    auto out = std::move(cs[b].tl);
+    std::ostringstream os;
+    os << tried << "; chose " << cs[b].what << ": peak " << out.peak << " bytes (target " << target << "), cost " << cs[b].cost << ", "
+       << implementations_changed(p, out) << " ops off their fastest implementation"
+       << (out.peak <= target ? "" : "; the target is not met");
+    return finish(std::move(out), os.str());
+  }
+};
+
+static_assert(timeline_stage<monet_greedy>);
+
+}  // namespace memplan::remat

@@ -1,0 +1,280 @@
+#pragma once
+// remat::monet_ilp -- MONeT's 0-1 program (Shah et al., "Memory Optimization for Deep Networks", ICLR
+// 2021, §3-4): the checkpointing schedule and every operator's implementation chosen jointly, at the
+// least total compute cost under a peak target, over the FIXED order of the incoming timeline.
+//
+// The schedule part is the staged R/S program of remat::checkmate_ilp (docs/checkmate.md), which MONeT
+// §3 restates with its r^k_i (recompute forward_i before backward_k) and s^k_i (keep x_i into stage
+// k); its constraints are MONeT eq. 7 (a recompute needs its inputs kept or recomputed; only kept or
+// recomputed values can be kept on) and eq. 8 (backward_k's dependencies are kept or recomputed).
+// monet_ilp adds, as MONeT §4 does:
+//   delta[t][i][l]  run (t, i) -- the computation of op i in stage t (i = t: its forward or backward
+//                   pass, i < t: a recomputation) -- uses alternative l of op i: its own (cost,
+//                   workspace) or one of problem::implementations(op), Pareto-pruned;
+//   sum_l delta[t][i][l] = R[t][i]                  (MONeT: sum_l delta_{i,l} = 1, sum_l delta^k_{i,l} = r^k_i)
+//   workspace of run (t, k) = sum_l c^l delta[t][k][l]  in the memory constraint of every op step
+//                   (MONeT eq. 1, 5, 6: c_i = sum_l c^l_i delta_{i,l}; the "local memory" of an op is
+//                   the live set while it runs, counted as in checkmate_ilp, i.e. exactly at an
+//                   optimum rather than MONeT's upper bound L-bar of Appendix B);
+//   objective       minimize sum_{t, i<=t} sum_l tau^l_i delta[t][i][l]  (MONeT eq. 9: forward,
+//                   backward and recomputation, each at its implementation's cost);
+//   one_impl_per_op delta[t][i][l] <= delta[i][i][l] (default): a recompute runs the implementation of
+//                   the op's first computation, so that eager execution with the same choices
+//                   reproduces the plan bit for bit; false: MONeT's free delta^k per recomputation.
+// MONeT's smaller program (Table 7: fewer variables than Checkmate's): with backward_only, as in
+// MONeT's Alg. 2, only forward ops are recomputed and only in the stages of backward (and update) ops
+// -- no R variables in forward stages, none for backward ops -- whenever the graph marks phases. Off by
+// default: on the exports, CBC reaches lower memory within a time limit over Checkmate's full stages
+// (AlexNet at <= 10 % overhead: 0.84 of the given peak, against 0.98 with backward_only; docs/monet.md).
+// Not modelled: backward implementations whose dependencies differ (MONeT's D^l_k, eq. 5 and 8) --
+// memplan's implementations share the op's inputs and outputs; in-place and output-activated variants
+// enter as graph structure (inplace_of), not as alternatives.
+//
+// Warm starts: the plugged checkpointer (default remat::monet_greedy, the joint heuristic), then
+// checkmate_ilp's on-demand recomputation with every op on its fastest and on its least-workspace
+// alternative; the cheapest that fits and the model can represent is the solver's first incumbent.
+// Without a memory target, or when every op's fastest alternative fits without recomputation, that is
+// the optimum and no model is built. Without a MILP backend (link memplan::cbc and pass solver::cbc{}),
+// beyond the size guards, or when the solver finds nothing, the best warm start is returned with a note
+// saying why. Notes carry the model's size, the solver's status, time, bound and MIP gap.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <memplan/base/deadline.hpp>
+#include <memplan/base/error.hpp>
+#include <memplan/base/progress.hpp>
+#include <memplan/core/any_stage.hpp>
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/stage.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/remat/checkmate_ilp.hpp>
+#include <memplan/remat/monet_greedy.hpp>
+#include <memplan/solver/milp.hpp>
+
+namespace memplan::remat {
+
+namespace detail {
+
+// The facts of monet_ilp's model over a timeline's order.
+inline checkmate_facts monet_make_facts(const problem& p, const timeline& tl, bool one_impl_per_op, bool backward_only) {
+  auto f = checkmate_make_facts(p, tl);
+  monet_choices(p, f, one_impl_per_op);
+  if (backward_only) monet_stages(p, f);
+  return f;
+}
+
+// The order's own timeline (compute and free steps) with every op on implementation impl[op].
+inline timeline with_impls(const problem& p, const timeline& tl, const std::vector<std::int32_t>& impl) {
+  auto base = make_timeline(p, tl.order());
+  for (auto& s : base.steps)
+    if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
+  derive(p, base);
+  base.stages = tl.stages;
+  base.order_lower_bound = tl.order_lower_bound;
+  base.order_optimal = tl.order_optimal;
+  return base;
+}
+
+}  // namespace detail
+
+struct monet_ilp {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+
+  solver::any_backend backend{};       // none: plan_context::solver; neither: falls back to the warm start (with a note)
+  double time_limit_s = 30.0;          // wall clock for the MILP solve (ctx.time_limit_s overrides)
+  double relative_gap = 1e-4;          // stop when (incumbent - bound) / incumbent <= this
+  int threads = 1;                     // > 1: CBC's parallel search, results may depend on timing
+  int verbosity = 0;                   // the backend's log level
+  std::int32_t max_ops = 400;          // size guard: beyond, fall back with a note
+  std::int64_t max_binaries = 200000;  // size guard on R, S and delta variables
+  bool one_impl_per_op = true;         // a recompute runs the op's first computation's implementation
+  bool backward_only = false;          // true: MONeT Alg. 2's smaller program, forward ops recomputed in backward stages only
+  any_checkpointer warm_start = monet_greedy{};  // its timeline is the solver's first incumbent when it fits
+
+  [[nodiscard]] std::string name() const { return "monet_ilp"; }
+
+  // The model's size over a timeline's order (variables; constraints are counted when built).
+  [[nodiscard]] checkmate_ilp_size model_size(const problem& p, const timeline& tl) const {
+    const auto f = detail::monet_make_facts(p, tl.empty() ? given_timeline(p) : tl, one_impl_per_op, backward_only);
+    return detail::checkmate_model(p, f, 0).size();
+  }
+
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    const auto clock = deadline::never();
+    const auto records = tl.stages;
+    auto finish = [&](timeline out, const std::string& note) {
+      out.stages = records;
+      out.stages.push_back({kind, name(), 0.0, "monet_ilp: " + note});
+      return out;
+    };
+    if (p.num_ops() == 0) return finish(std::move(tl), "no ops");
+    if (tl.empty()) tl = given_timeline(p);
+    const auto f = detail::monet_make_facts(p, tl, one_impl_per_op, backward_only);
+    const auto target = ctx.has_memory_limit() ? ctx.peak_target() : std::numeric_limits<std::int64_t>::max();
+    // Every op on its fastest alternative, nothing recomputed: the least cost of all plans.
+    std::vector<std::int32_t> fastest(static_cast<std::size_t>(p.num_ops()), -1), least(fastest.size(), -1);
+    for (std::int32_t i = 0; i < f.n; ++i) {
+      const auto& as = f.alts[static_cast<std::size_t>(i)];
+      fastest[static_cast<std::size_t>(f.order[static_cast<std::size_t>(i)])] = as.front().impl;
+      least[static_cast<std::size_t>(f.order[static_cast<std::size_t>(i)])] = as.back().impl;
+    }
+    auto quick = detail::with_impls(p, tl, fastest);
+    if (quick.peak <= target)
+      return finish(std::move(quick), std::string(target == std::numeric_limits<std::int64_t>::max() ? "no memory target" : "it fits") +
+                                          ": every op on its fastest implementation, nothing recomputed (optimal), peak " +
+                                          std::to_string(quick.peak) + " bytes, cost " + detail::ckm_num(total_step_cost(p, quick)));
+    report(ctx.progress, name(), "warm start: " + warm_start.name(), clock.elapsed(), tl.peak, 0);
+
+    // ---- warm starts ----
+    struct candidate {
+      std::string who;
+      timeline tl;
+      double cost = 0;
+    };
+    std::vector<candidate> cands;
+    std::string warm_summary;
+    bool warm_ok = false;
+    {
+      auto w = warm_start.run(p, tl, ctx);
+      std::string wnote;
+      for (std::size_t k = records.size(); k < w.stages.size(); ++k)
+        if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
+      w.stages = records;
+      const auto who = warm_start.name();
+      if (auto bad = detail::replay_violation(p, w)) {
+        warm_summary = "warm start " + who + " dropped: " + *bad;
+      } else {
+        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, cost " + detail::ckm_num(total_step_cost(p, w));
+        cands.push_back({who, std::move(w), 0});
+        warm_ok = true;
+      }
+    }
+    if (auto od = detail::on_demand_plan(p, f)) {
+      for (int variant = 0; variant < 2; ++variant) {
+        auto sp = *od;
+        for (std::int32_t t = 0; t < f.n; ++t)
+          for (std::int32_t i = 0; i <= t; ++i)
+            sp.impl(t, i) = variant == 0 ? f.alts[static_cast<std::size_t>(i)].front().impl : f.alts[static_cast<std::size_t>(i)].back().impl;
+        timeline t2 = tl;
+        try {
+          detail::staged_to_timeline(p, f, sp, t2);
+          if (!detail::replay_violation(p, t2))
+            cands.push_back({variant == 0 ? "on-demand recomputation (fastest)" : "on-demand recomputation (least workspace)", std::move(t2), 0});
+        } catch (const error&) {
+        }
+      }
+    }
+    for (auto& c : cands) c.cost = total_step_cost(p, c.tl);
+    auto best_candidate = [&]() -> const candidate* {
+      const candidate* best = nullptr;
+      for (const auto& c : cands) {
+        if (!best) { best = &c; continue; }
+        const bool fc = c.tl.peak <= target, fb = best->tl.peak <= target;
+        if (fc != fb ? fc : (fc ? c.cost < best->cost : c.tl.peak < best->tl.peak)) best = &c;
+      }
+      return best;
+    };
+    auto fallback = [&](const std::string& why) {
+      const auto* c = best_candidate();
+      if (!c) return finish(quick, why + "; returned every op on its fastest implementation, nothing recomputed");
+      return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " + std::to_string(target) +
+                               "), " + std::to_string(detail::recompute_count(c->tl)) + " recomputes, cost " + detail::ckm_num(c->cost) + ", " +
+                               std::to_string(implementations_changed(p, c->tl)) + " ops off their fastest implementation" +
+                               (warm_ok && c == &cands.front() ? "" : "; " + warm_summary));
+    };
+
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
+    if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
+    detail::checkmate_model mm(p, f, target);
+    if (mm.size().binaries() > max_binaries)
+      return fallback("model too large: " + std::to_string(mm.size().binaries()) + " binaries > max_binaries = " + std::to_string(max_binaries));
+    mm.build();
+    auto& m = mm.model();
+    const auto& sz = mm.size();
+    std::string shape = std::to_string(sz.stages) + " stages, " + std::to_string(sz.binaries()) + " binaries (R " + std::to_string(sz.r_vars) +
+                        ", S " + std::to_string(sz.s_vars) + ", delta " + std::to_string(sz.d_vars) + "), " +
+                        std::to_string(sz.n_vars + sz.free_vars + sz.u_vars) + " continuous, " + std::to_string(sz.constraints) +
+                        " constraints, unit " + std::to_string(mm.unit()) + " B" + (mm.rounded() ? " (sizes rounded up: conservative)" : "");
+    if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
+
+    std::string start_note = "no warm start fits the target";
+    {
+      std::vector<const candidate*> fit;
+      for (const auto& c : cands)
+        if (c.tl.peak <= target) fit.push_back(&c);
+      std::stable_sort(fit.begin(), fit.end(), [](const candidate* a, const candidate* b) { return a->cost < b->cost; });
+      for (const auto* c : fit) {
+        std::string why;
+        auto sp = detail::timeline_to_staged(p, f, c->tl, why);
+        if (!sp) {
+          start_note = "warm start " + c->who + " not used: " + why;
+          continue;
+        }
+        detail::cleanup(p, f, *sp);
+        if (!mm.representable(*sp)) {
+          start_note = "warm start " + c->who + " not used: the model cannot represent it (a recompute outside MONeT's stages, or of a value nothing needs)";
+          continue;
+        }
+        const auto x0 = mm.encode(*sp);
+        if (auto bad = m.violation(x0)) {
+          start_note = "warm start " + c->who + " not used: " + *bad;
+          continue;
+        }
+        m.set_start(x0);
+        start_note = "warm start " + c->who + " (model cost " + detail::ckm_num(sp->cost(f)) + ")";
+        break;
+      }
+    }
+    report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
+
+    solver::options so;
+    const auto limit = ctx.time_limit_or(time_limit_s);
+    so.time_limit = limit > 0 ? limit : solver::infinity;
+    if (limit == 0) so.node_limit = 0;
+    so.relative_gap = relative_gap;
+    so.threads = threads;
+    so.verbosity = verbosity;
+    const auto sol = solver.solve(m, so);
+    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + detail::ckm_num(sol.seconds) + " s";
+    if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
+    if (!std::isnan(sol.bound)) note += ", bound " + detail::ckm_num(mm.unscale(sol.bound));
+    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : detail::ckm_num(100.0 * sol.gap) + " %");
+    report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
+    if (sol.status == solver::status::infeasible)
+      return fallback(note + ": no plan over this order (recomputing each op at most once between two scheduled ops" +
+                      std::string(backward_only ? ", forward ops in backward stages only" : "") + ") fits the target of " + std::to_string(target) +
+                      " bytes");
+    if (!sol.has_incumbent()) return fallback(note + "; no incumbent");
+
+    auto sp = mm.decode(sol.values);
+    detail::cleanup(p, f, sp);
+    timeline out = tl;
+    try {
+      detail::staged_to_timeline(p, f, sp, out);
+    } catch (const error& e) {
+      return fallback(note + "; the solution does not translate into steps (" + e.what() + ")");
+    }
+    if (auto bad = detail::replay_violation(p, out)) return fallback(note + "; the translated plan does not verify (" + *bad + ")");
+    if (out.peak > target)
+      return fallback(note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)");
+    const auto cost = total_step_cost(p, out);
+    if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < cost)
+      return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who);
+    note += "; peak " + std::to_string(tl.peak) + " -> " + std::to_string(out.peak) + " bytes (target " + std::to_string(target) + "), " +
+            std::to_string(detail::recompute_count(out)) + " recomputes, cost " + detail::ckm_num(cost) + ", " +
+            std::to_string(implementations_changed(p, out)) + " ops off their fastest implementation" +
+            (f.unit_costs ? " (the graph has no costs: the model counted one unit per op step)" : "");
+    return finish(std::move(out), note);
+  }
+};
+
+static_assert(timeline_stage<monet_ilp>);
+
+}  // namespace memplan::remat
