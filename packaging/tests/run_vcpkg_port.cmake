@@ -1,6 +1,6 @@
 # Runs packaging/vcpkg/ports/memplan/portfile.cmake here, where vcpkg itself cannot be installed, then
 # consumes the result as the port's `usage` file says.
-#   cmake -DPORT_DIR=<port> -DWORK=<dir> -DFEATURES=json;cbc -DGENERATOR=Ninja -DCXX=g++ -P run_vcpkg_port.cmake
+#   cmake -DPORT_DIR=<port> -DWORK=<dir> -DFEATURES=json,cbc -DGENERATOR=Ninja -DCXX=g++ -P run_vcpkg_port.cmake
 # The vcpkg helper functions the portfile calls are defined below with vcpkg's documented behaviour
 # for this case (a release-only, header-only port): vcpkg_check_features maps the requested features
 # to -D<switch>=ON/OFF, vcpkg_cmake_configure/install run CMake into CURRENT_PACKAGES_DIR,
@@ -8,6 +8,7 @@
 # What is NOT exercised: vcpkg's dependency builds (the system's packages stand in), triplets, the
 # binary cache, vcpkg.json's schema validation beyond a JSON parse.
 cmake_minimum_required(VERSION 3.20)
+string(REPLACE "," ";" FEATURES "${FEATURES}")  # -DFEATURES=json,cbc (commas: a ;-list does not survive add_test)
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(PORT memplan)

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +21,11 @@
 #include <memplan/ad/models/mlp.hpp>
 #include <memplan/ad/models/transformer.hpp>
 #include <memplan/ad/run_plan.hpp>
+#include <memplan/registry/checkpointers.hpp>
 #include <memplan/registry/placers.hpp>
+#include <memplan/remat/monet_greedy.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/place/default_placer.hpp>
 #include <memplan/registry/schedulers.hpp>
 
 #include "../support/milp_backend.hpp"
@@ -307,6 +312,64 @@ inline void cross_product_with_choices(const case_model& c, const std::vector<st
                  << chosen << " non-default steps) trained " << steps << " steps bitwise equal to eager with the same choices");
   CHECK(pairs > 0);
   CHECK(chosen > 0);
+}
+
+// Joint implementation choice and recomputation (remat::monet_greedy, remat::monet_ilp): the CNN and an
+// MLP train under the named checkpointers' plans at 90, 75 and 60 % of the fastest-implementation
+// arena, bitwise equal to eager with the plans' choices, high-water == arena <= budget; some plan
+// leaves an op off its fastest implementation.
+// (expect_off_fastest: some plan must leave an op off its fastest implementation -- asked only with
+// a time limit long enough for the search to get there on a loaded or sanitized build.)
+inline void check_joint_choice_plans(std::initializer_list<const char*> names, double time_limit_s, bool expect_off_fastest) {
+  const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 5000};
+  // The CNN (convolutions: im2col + GEMM with a workspace, or direct) and an MLP whose activations
+  // outweigh its weights (matmuls: packed with a workspace, or plain loops).
+  const case_model mlp{"mlp", ad::models::mlp({.batch = 64, .in = 2, .hidden = 64, .layers = 4, .classes = 2}, ad::adam{0.01f}), 0};
+  int all_plans = 0, all_off = 0;
+  for (const auto& c : {small_cnn(), mlp}) {
+    const auto prob = ad::make_problem(c.m.step);
+    REQUIRE(remat::has_implementations(prob));
+    plan_context ctx;
+    ctx.alignment = ad::plan_alignment;
+    ctx.solver = memplan::testing::milp_backend();
+    // The arena with every op on its fastest implementation and nothing recomputed.
+    const auto fast = plan(prob, sched | remat::monet_greedy{} | place::default_placer{}, ctx);
+    int plans = 0, off_fastest = 0, recomputing = 0;
+    for (auto budget : {fast.arena * 9 / 10, fast.arena * 3 / 4, fast.arena * 3 / 5}) {
+      for (const auto* name : names) {
+        CAPTURE(c.name);
+        CAPTURE(name);
+        CAPTURE(budget);
+        plan_context bc = ctx;
+        bc.budget = budget;
+        bc.time_limit_s = time_limit_s;
+        memory_plan mp;
+        try {
+          mp = plan(prob, sched | checkpointers().make(name) | place::default_placer{}, bc);
+        } catch (const error& e) {
+          CHECK(e.code() == errc::infeasible);
+          continue;
+        }
+        CHECK(mp.arena <= budget);
+        check_with_choices(c, prob, mp, 12, 47);  // bitwise = eager with the plan's choices; high-water == arena
+        ++plans;
+        bool rec = false;
+        for (const auto& s : mp.steps) rec |= s.kind == step_kind::recompute;
+        recomputing += rec;
+        for (const auto& s : mp.steps)
+          if (s.kind == step_kind::compute && step_cost(prob, s) > remat::implementation_front(prob, s.id).front().cost) {
+            ++off_fastest;
+            break;
+          }
+      }
+    }
+    MESSAGE(c.name << ": fastest-implementation arena " << fast.arena << " B; " << plans << " joint plans trained bitwise equal to eager, "
+                   << off_fastest << " with ops off their fastest implementation, " << recomputing << " recomputing");
+    all_plans += plans;
+    all_off += off_fastest;
+  }
+  CHECK(all_plans > 0);
+  if (expect_off_fastest) CHECK(all_off > 0);
 }
 
 }  // namespace adplanned

@@ -60,54 +60,6 @@ TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans b
   }
 }
 
-TEST_CASE("joint implementation choice and recomputation: monet_greedy and monet_ilp plans train bitwise equal to eager with the same choices") {
-  const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 5000};
-  // The CNN (convolutions: im2col + GEMM with a workspace, or direct) and an MLP whose activations
-  // outweigh its weights (matmuls: packed with a workspace, or plain loops).
-  const adplanned::case_model mlp{"mlp", ad::models::mlp({.batch = 64, .in = 2, .hidden = 64, .layers = 4, .classes = 2}, ad::adam{0.01f}), 0};
-  int all_plans = 0, all_off = 0;
-  for (const auto& c : {adplanned::small_cnn(), mlp}) {
-    const auto prob = ad::make_problem(c.m.step);
-    REQUIRE(remat::has_implementations(prob));
-    plan_context ctx;
-    ctx.alignment = ad::plan_alignment;
-    ctx.solver = memplan::testing::milp_backend();
-    // The arena with every op on its fastest implementation and nothing recomputed.
-    const auto fast = plan(prob, sched | remat::monet_greedy{} | place::default_placer{}, ctx);
-    int plans = 0, off_fastest = 0, recomputing = 0;
-    for (auto budget : {fast.arena * 9 / 10, fast.arena * 3 / 4, fast.arena * 3 / 5}) {
-      for (const auto* name : {"monet_greedy", "monet_ilp"}) {
-        CAPTURE(c.name);
-        CAPTURE(name);
-        CAPTURE(budget);
-        plan_context bc = ctx;
-        bc.budget = budget;
-        bc.time_limit_s = 10;
-        memory_plan mp;
-        try {
-          mp = plan(prob, sched | checkpointers().make(name) | place::default_placer{}, bc);
-        } catch (const error& e) {
-          CHECK(e.code() == errc::infeasible);
-          continue;
-        }
-        CHECK(mp.arena <= budget);
-        adplanned::check_with_choices(c, prob, mp, 12, 47);  // bitwise = eager with the plan's choices; high-water == arena
-        ++plans;
-        bool rec = false;
-        for (const auto& s : mp.steps) rec |= s.kind == step_kind::recompute;
-        recomputing += rec;
-        for (const auto& s : mp.steps)
-          if (s.kind == step_kind::compute && step_cost(prob, s) > remat::implementation_front(prob, s.id).front().cost) {
-            ++off_fastest;
-            break;
-          }
-      }
-    }
-    MESSAGE(c.name << ": fastest-implementation arena " << fast.arena << " B; " << plans << " joint plans trained bitwise equal to eager, "
-                   << off_fastest << " with ops off their fastest implementation, " << recomputing << " recomputing");
-    all_plans += plans;
-    all_off += off_fastest;
-  }
-  CHECK(all_plans > 0);
-  CHECK(all_off > 0);
+TEST_CASE("joint implementation choice and recomputation: monet_greedy plans train bitwise equal to eager with the same choices") {
+  adplanned::check_joint_choice_plans({"monet_greedy"}, 0.5, false);
 }

@@ -28,3 +28,7 @@ TEST_CASE("planned training (slow): small MLP, CNN and transformer, every schedu
   adplanned::cross_product_with_choices(adplanned::small_cnn(), schedulers().names(), placers().names(), 20);
   adplanned::cross_product_with_choices(adplanned::small_transformer(), schedulers().names(), placers().names(), 20);
 }
+
+TEST_CASE("joint implementation choice and recomputation: monet_greedy and monet_ilp plans (10 s per plan) train bitwise equal to eager with the same choices") {
+  adplanned::check_joint_choice_plans({"monet_greedy", "monet_ilp"}, 10.0, true);
+}
