@@ -227,6 +227,7 @@ TEST_CASE("checkpointers against brute force on small chains: never below the op
         double cost = 0;
         for (const auto& s : out.steps)
           if (s.kind == step_kind::recompute) cost += p.cost(s.op());
+        MESSAGE(layers << " layers, budget " << target << ": " << std::string(name) << " cost " << cost << ", optimum " << best.cost);  // docs/recompute.md's table (-s)
         CHECK(out.peak <= target);
         CHECK(cost >= best.cost);
         if (target == tl.peak) CHECK(cost == 0);  // nothing to do at the no-recompute peak
