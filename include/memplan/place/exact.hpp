@@ -111,15 +111,7 @@ struct exact {
   // a node budget instead of a clock, so the same input gives the same placement on any machine.
   static constexpr std::int64_t deterministic_node_limit = 2'000'000;
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
-    auto q = *this;
-    if (ctx.deterministic) {
-      q.time_limit_s = 1e9;  // never expires (base/deadline.hpp)
-      if (q.node_limit < 0) q.node_limit = deterministic_node_limit;
-    } else if (ctx.time_limit_s >= 0) {
-      q.time_limit_s = ctx.time_limit_s;
-    }
-    if (!q.progress) q.progress = ctx.progress;
-    return q.place(p);
+    return detail::with_context(*this, ctx, deterministic_node_limit).place(p);
   }
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
