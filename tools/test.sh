@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: set up (packages incl. Debian's PyTorch for the exporter test, configure,
-# build), then run ctest for the g++ Release build and for the ASan+UBSan build.
-# Slow and GPU tests are excluded by label (run them with: ctest --preset all). The libFuzzer smoke run
-# (clang 14, 10 s per target) is `tools/test.sh --fuzz` or `tools/bootstrap.sh fuzz && ctest --preset fuzz`;
-# it is left out of the default run to keep CI within its 40 minutes on 2 cores (test_fuzz_replay,
-# in the unit tests, replays every seed and crash input in both builds).
+# The whole test suite, the command CI runs: set up (Debian packages incl. PyTorch for the exporter
+# tests), configure, build, and run ctest for two builds:
+#   default   g++ 12 Release (-O2): every test not labelled slow or gpu, the examples, benchmarks and
+#             header self-containment checks compiled;
+#   sanitize  clang++ 14 with ASan + UBSan at -O1, asserts on: the unit tests, a 10 s libFuzzer smoke run
+#             per fuzz target (label fuzz), and determinism.cross_build (this build's CLI against the
+#             default build's, byte for byte).
+# Slow and GPU tests are excluded by label (the `all` preset builds and runs the slow ones). `tools/test.sh --fuzz`
+# adds the `fuzz` preset (clang Release, MEMPLAN_FUZZ_SECONDS per target). The CI budget is 40 minutes
+# on 2 cores; the figures of the last measured run are in docs/reliability.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 presets=(default sanitize)
@@ -12,7 +16,10 @@ presets=(default sanitize)
 start=$(date +%s)
 for preset in "${presets[@]}"; do
   echo "== memplan: build and test preset '$preset' ($(( $(date +%s) - start )) s so far)"
+  t0=$(date +%s)
   tools/bootstrap.sh "$preset" --with-torch
+  t1=$(date +%s)
   ctest --preset "$preset"
+  echo "== memplan: preset '$preset': set up and build $(( t1 - t0 )) s, tests $(( $(date +%s) - t1 )) s"
 done
 echo "== memplan: ${presets[*]} passed in $(( $(date +%s) - start )) s"

@@ -1,6 +1,6 @@
 #pragma once
-// The whole CLI as one function (main.cpp defines it; its main() only forwards), so that the fuzz
-// target of the argument parser (tests/fuzz/fuzz_cli_args.cpp) runs the very same code.
+// The whole CLI as one function (command_line.cpp defines it; main.cpp only forwards), so that the
+// fuzz target of the argument parser (tests/fuzz, cli_args) and test_fuzz_replay run the very same code.
 namespace memplan::cli {
 
 struct command_line_limits {

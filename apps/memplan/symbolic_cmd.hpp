@@ -9,7 +9,6 @@
 // lifetimes in allocation events).
 #include <cstdio>
 #include <iostream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -31,12 +30,17 @@ struct symbolic_args {
   std::int64_t batch = -1;            // instantiate at this batch
 };
 
+// The first "-b<digits>" followed by '.' or '-' in the name (export_torch.py names files "<model>-b<N>.json").
+// A hand scan rather than <regex>: g++ 12's <regex> trips -Wmaybe-uninitialized under -O1 + sanitizers.
 inline std::int64_t batch_from_name(const std::string& path) {
-  static const std::regex re("-b([0-9]+)[.-]");
-  std::smatch m;
-  if (!std::regex_search(path, m, re))
-    throw error(errc::invalid_argument, "symbolic: cannot tell the batch size of '" + path + "' from its name; give --batches B1,B2");
-  return std::stoll(m[1].str());
+  for (std::size_t i = 0; i + 2 < path.size(); ++i) {
+    if (path[i] != '-' || path[i + 1] != 'b') continue;
+    std::size_t j = i + 2;
+    while (j < path.size() && path[j] >= '0' && path[j] <= '9') ++j;
+    if (j > i + 2 && j < path.size() && (path[j] == '.' || path[j] == '-') && j - (i + 2) <= 18)
+      return std::stoll(path.substr(i + 2, j - (i + 2)));
+  }
+  throw error(errc::invalid_argument, "symbolic: cannot tell the batch size of '" + path + "' from its name; give --batches B1,B2");
 }
 
 inline runtime::allocation_trace trace_of_graph(const std::string& path) {

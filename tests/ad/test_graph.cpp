@@ -15,7 +15,7 @@
 
 using namespace memplan::ad;
 
-TEST_CASE("to_dataflow_graph: same tensors, ops, bytes, kinds and in-place links; core peak == eager peak") {
+TEST_CASE("to_dataflow_graph: same tensors, ops, bytes, kinds and in-place links, core peak == eager peak") {
   for (int which = 0; which < 3; ++which) {
     CAPTURE(which);
     const model m = which == 0   ? models::mlp({.batch = 16}, sgd{0.1f, 0.9f})

@@ -23,26 +23,17 @@
 #include <memplan/core/timeline.hpp>
 
 #include "grad_check.hpp"
+#include "ad_support.hpp"
+
+using adtest::random_vec;
+using adtest::make;
+using adtest::same_bits;
 
 using namespace memplan::ad;
 
 namespace {
 
-std::vector<float> random_vec(std::int64_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(g.uniform(-1, 1));
-  return v;
-}
 
-node make(kernel k, node_attr a) {
-  node n;
-  n.name = std::string(to_string(k));
-  n.kind = k;
-  n.workspace_bytes = workspace_bytes(k, a);
-  n.attr = a;
-  return n;
-}
 
 std::uint32_t bits(float f) {
   std::uint32_t b;
@@ -85,9 +76,6 @@ guarded_result run_guarded(const node& n, std::int32_t impl, const std::vector<s
   return r;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // Every implementation of n against the reference `ref` (relative to the reference's largest
 // magnitude), full write, guard, determinism and address independence.
@@ -275,7 +263,7 @@ TEST_CASE("implementations: lists, names, exact workspaces, default first") {
   CHECK_THROWS_AS((void)impl_workspace_bytes(mn, -2), memplan::error);
 }
 
-TEST_CASE("implementations: matmul (eigen, packed, loop) == naive GEMM; full writes; workspace never exceeded") {
+TEST_CASE("implementations: matmul (eigen, packed, loop) == naive GEMM, full writes, workspace never exceeded") {
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
       check_matmul(3, 4, 5, ta, tb, 2, 3, true, 0.5f, 2);    // small, batched, padded rows, alpha, bias

@@ -19,13 +19,13 @@
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
+#include "ad_support.hpp"
+
+using adtest::same_bits;
 
 using namespace memplan::ad;
 
 namespace {
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // Nodes whose first output is written in place of one of their inputs (optimizer updates excluded).
 int inplace_nodes(const program& p, bool backward) {
@@ -90,7 +90,7 @@ TEST_CASE("inplace_activations: every relu of the CNN and its gradient, bitwise 
   CHECK(tli.peak == ei.peak_bytes());
 }
 
-TEST_CASE("inplace_activations: MLP and transformer train bitwise equal; planned training of the rewritten program = eager") {
+TEST_CASE("inplace_activations: MLP and transformer train bitwise equal, planned training of the rewritten program = eager") {
   for (int which = 0; which < 2; ++which) {
     CAPTURE(which);
     auto m = which == 0 ? models::mlp({.batch = 16, .hidden = 32, .layers = 2}, adam{0.01f})

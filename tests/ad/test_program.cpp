@@ -6,28 +6,18 @@
 
 #include <memplan/ad/program.hpp>
 #include <memplan/ad/tape.hpp>
+#include "ad_support.hpp"
+
+using adtest::random_vec;
+using adtest::make;
 
 using namespace memplan::ad;
 
 namespace {
-std::vector<float> random_vec(std::int64_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(g.uniform(-1, 1));
-  return v;
-}
 float_buffer buf(const std::vector<float>& v) {
   float_buffer b(static_cast<std::int64_t>(v.size()));
   std::copy(v.begin(), v.end(), b.data());
   return b;
-}
-node make(kernel k, node_attr a) {
-  node n;
-  n.name = std::string(to_string(k));
-  n.kind = k;
-  n.workspace_bytes = workspace_bytes(k, a);
-  n.attr = a;
-  return n;
 }
 }  // namespace
 

@@ -56,7 +56,7 @@ TEST_CASE("views: reshape, permute and transpose allocate nothing and emit no no
   (void)q;
 }
 
-TEST_CASE("views: multi-head attention splits heads without copies; only the head merge copies") {
+TEST_CASE("views: multi-head attention splits heads without copies, only the head merge copies") {
   auto m = models::transformer({.batch = 4, .length = 5, .vocab = 7, .dim = 12, .heads = 3, .mlp_hidden = 8}, sgd{0.1f});
   CHECK(count_kind(m.step, kernel::strided_copy, memplan::op_phase::forward) == 1);
   CHECK(count_kind(m.step, kernel::strided_copy, memplan::op_phase::backward) == 1);

@@ -209,7 +209,7 @@ TEST_CASE("malformed graphs exit 2 with one line naming the culprit") {
   CHECK(has(r.err, "cannot open"));
 }
 
-TEST_CASE("bad options exit 2; an unmet capacity exits 1") {
+TEST_CASE("bad options exit 2, an unmet capacity exits 1") {
   scratch s;
   const auto graph = "'" + data + "/small.json'";
   auto r = s.run("plan " + graph + " --alignment 3");
@@ -261,7 +261,7 @@ TEST_CASE("every scheduler and placer the help lists can plan the small graph") 
   }
 }
 
-TEST_CASE("--help for every subcommand, with examples; --version") {
+TEST_CASE("--help for every subcommand, with examples, --version") {
   scratch s;
   auto r = s.run("--help");
   CHECK(r.code == 0);
@@ -278,7 +278,7 @@ TEST_CASE("--help for every subcommand, with examples; --version") {
   CHECK(has(r.out, "memplan 0.1.0"));
 }
 
-TEST_CASE("stats: counts, bytes by kind, phases, peaks; --json agrees with the library") {
+TEST_CASE("stats: counts, bytes by kind, phases, peaks, --json agrees with the library") {
   scratch s;
   const auto graph = data + "/small.json";
   auto r = s.run("stats '" + graph + "' --top 3");
@@ -352,7 +352,7 @@ TEST_CASE("the README's command on a bundled model") {
 }
 
 // Snapshots: the text scripts and people read, compared byte for byte with tests/apps/snapshots/.
-// After an intended change: MEMPLAN_UPDATE_SNAPSHOTS=1 ctest -R test_apps_cli rewrites them.
+// After an intended change: MEMPLAN_UPDATE_SNAPSHOTS=1 ctest -R "snapshot" rewrites them.
 namespace {
 void check_snapshot(const std::string& name, const std::string& text) {
   const auto path = fs::path(MEMPLAN_SNAPSHOTS) / name;
@@ -362,7 +362,7 @@ void check_snapshot(const std::string& name, const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("explain: the peak step, what is live there and why, what is recomputed (snapshot); either file order") {
+TEST_CASE("explain: the peak step, what is live there and why, what is recomputed (snapshot), either file order") {
   scratch s;
   REQUIRE(s.run("zoo chain --depth 14 --batch 1 --image 16 -o '" + s / "chain.json" + "'").code == 0);
   const auto full = s.run("plan '" + s / "chain.json" + "' --scheduler given --placer greedy_by_size -o '" + s / "full.json" + "'");
@@ -389,7 +389,7 @@ TEST_CASE("explain: the peak step, what is live there and why, what is recompute
   CHECK(s.run("explain '" + s / "nope.json" + "' '" + s / "plan.json" + "'").code == 2);
 }
 
-TEST_CASE("--version snapshot; bash completion lists every subcommand and option and is valid bash") {
+TEST_CASE("--version snapshot, bash completion lists every subcommand and option and is valid bash") {
   scratch s;
   const auto v = s.run("--version");
   CHECK(v.code == 0);
@@ -404,7 +404,7 @@ TEST_CASE("--version snapshot; bash completion lists every subcommand and option
   CHECK(s.run("completion fish").code == 2);
 }
 
-TEST_CASE("symbolic: one plan for a batch range from two exports, proved; --batch N writes a placement the referee accepts") {
+TEST_CASE("symbolic: one plan for a batch range from two exports, proved, --batch N writes a placement the referee accepts") {
   const std::string b1 = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-infer-b1.json.gz";
   const std::string b32 = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-infer-b32.json.gz";
   if (!fs::exists(b1) || !fs::exists(b32)) {
@@ -429,7 +429,7 @@ TEST_CASE("symbolic: one plan for a batch range from two exports, proved; --batc
   if (fs::exists(other)) CHECK(s.run("symbolic '" + b1 + "' '" + other + "'").code == 2);  // not the same graph
 }
 
-TEST_CASE("plan --offloader: a timed plan within the budget, verified; the report has makespan and host peak") {
+TEST_CASE("plan --offloader: a timed plan within the budget, verified, the report has makespan and host peak") {
   const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b1.json.gz";
   if (!fs::exists(model)) {
     MESSAGE("data/models/resnet18-train-b1.json.gz not bundled: skipped");

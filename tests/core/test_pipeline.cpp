@@ -41,7 +41,7 @@ TEST_CASE("pipeline: scheduler | placer composes and plans any graph") {
   CHECK(pipe.name() == "given | test-stack");
 }
 
-TEST_CASE("pipeline: stages compose into stages; every sub-sequence is one; identity is neutral") {
+TEST_CASE("pipeline: stages compose into stages, every sub-sequence is one, identity is neutral") {
   const auto p = make_problem(testing::random_dag(4, {.ops = 30}));
   const recording_checkpointer rc;
   auto sched = schedule::given{} | rc;          // a stage of two kinds
@@ -67,7 +67,7 @@ TEST_CASE("pipeline: stages compose into stages; every sub-sequence is one; iden
   CHECK(*rc.runs == 3);
 }
 
-TEST_CASE("pipeline: the context reaches every stage; capacity and alignment are honoured") {
+TEST_CASE("pipeline: the context reaches every stage, capacity and alignment are honoured") {
   auto g = testing::random_dag(5, {.ops = 10});
   auto mp = plan(g, schedule::given{} | testing::stack_placer{}, {.alignment = 64});
   for (const auto& m : mp.mats) CHECK(m.offset % 64 == 0);
@@ -90,7 +90,7 @@ TEST_CASE("pipeline: same input and options give the same plan") {
   CHECK(a.mats == b.mats);
 }
 
-TEST_CASE("pipeline: the stage records carry names and times; best_of names the winner") {
+TEST_CASE("pipeline: the stage records carry names and times, best_of names the winner") {
   const auto p = make_problem(testing::random_dag(3, {.ops = 25}));
   const auto mp = plan(p, best_of{schedule::given{}, schedule::peak_aware()} | testing::stack_placer{});
   REQUIRE(mp.stages.size() == 2);
@@ -131,7 +131,7 @@ TEST_CASE("pipeline: a given order that breaks in-place order is refused by name
   }
 }
 
-TEST_CASE("timeline: make_timeline and derive agree; relink renumbers after edits") {
+TEST_CASE("timeline: make_timeline and derive agree, relink renumbers after edits") {
   for (std::uint64_t seed = 0; seed < 30; ++seed) {
     const auto p = make_problem(testing::random_dag(seed, {.ops = 25, .p_inplace = 0.2, .p_workspace = 0.3}));
     const auto tl = make_timeline(p, given_order(p));

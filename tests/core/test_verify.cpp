@@ -259,7 +259,7 @@ TEST_CASE("verify: a resident storage must end where it started") {
   CHECK(violation(p, mp).find("resident tensor 'w' ends at offset") != std::string::npos);
 }
 
-TEST_CASE("verify: every plan on random DAGs verifies; corrupting it is caught") {
+TEST_CASE("verify: every plan on random DAGs verifies, corrupting it is caught") {
   int caught = 0, tried = 0;
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
     const auto p = make_problem(testing::random_dag(seed, {.ops = 20}));
@@ -283,7 +283,7 @@ TEST_CASE("verify: every plan on random DAGs verifies; corrupting it is caught")
   CHECK(caught == tried);
 }
 
-TEST_CASE("verify: recomputing an in-place op is valid while its base is readable; never an op marked not recomputable") {
+TEST_CASE("verify: recomputing an in-place op is valid while its base is readable, never an op marked not recomputable") {
   graph::dataflow_graph g("inplace-recompute");
   auto x = g.add_tensor("x", 8, tensor_kind::input);
   auto a = g.add_tensor("a", 8);

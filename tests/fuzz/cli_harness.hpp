@@ -1,6 +1,6 @@
 #pragma once
 // The body of the CLI fuzz target: the fuzzer's bytes are the command line, one argument per line,
-// run through memplan::cli::run_command_line (apps/memplan/main.cpp, built with MEMPLAN_CLI_NO_MAIN).
+// run through memplan::cli::run_command_line (apps/memplan/command_line.cpp, the memplan_cli_objects library).
 //
 // Sandbox: the command runs in a scratch directory that is emptied after every run, and an argument
 // with a '/' is refused, so the files it writes (-o, --svg, ...) can only land there. Four arguments

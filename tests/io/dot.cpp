@@ -7,12 +7,14 @@
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/io/dot.hpp>
 #include <memplan/io/json.hpp>
+#include "io_support.hpp"
+
+using iotest::data_dir;
 
 using namespace memplan;
 
 namespace {
 
-const std::string data_dir = MEMPLAN_IO_TEST_DATA;
 
 std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;

@@ -15,12 +15,14 @@
 #include <memplan/io/dtype.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
+#include "io_support.hpp"
+
+using iotest::data_dir;
 
 using namespace memplan;
 
 namespace {
 
-const std::string data_dir = MEMPLAN_IO_TEST_DATA;
 
 // Structural equality of two problems by names (the ids of a round trip must agree too).
 void check_same(const problem& a, const problem& b) {
@@ -128,7 +130,7 @@ TEST_CASE("dtype table and shape_bytes") {
   CHECK(io::dtype_names().find("float16") != std::string::npos);
 }
 
-TEST_CASE("reads the format's example graph; peak matches the Python reference") {
+TEST_CASE("reads the format's example graph, peak matches the Python reference") {
   const auto p = io::read_graph(data_dir + "/example.json");
   CHECK(p.name() == "format-example");
   CHECK(p.num_ops() == 5);
@@ -145,7 +147,7 @@ TEST_CASE("reads the format's example graph; peak matches the Python reference")
   CHECK(peak_of(p, given_order(p)) == 224826116);
 }
 
-TEST_CASE("bytes from shape x dtype, control tensors, multi-output ops; unknown fields ignored") {
+TEST_CASE("bytes from shape x dtype, control tensors, multi-output ops, unknown fields ignored") {
   const auto p = io::read_graph(data_dir + "/small.json");
   CHECK(p.bytes(*p.find_tensor("x")) == 8 * 16 * 4);
   CHECK(p.bytes(*p.find_tensor("labels")) == 8 * 8);
@@ -159,7 +161,7 @@ TEST_CASE("bytes from shape x dtype, control tensors, multi-output ops; unknown 
   CHECK(peak_of(p, given_order(p)) == 8260);  // tools/memplan_graph.py
 }
 
-TEST_CASE("gzip'd files read like plain ones; corrupt and truncated gzip are named") {
+TEST_CASE("gzip'd files read like plain ones, corrupt and truncated gzip are named") {
   const auto a = io::read_graph(data_dir + "/small.json");
   const auto b = io::read_graph(data_dir + "/small.json.gz");
   check_same(a, b);

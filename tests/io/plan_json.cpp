@@ -15,19 +15,17 @@
 #include <memplan/place/best_fit.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/given.hpp>
+#include "io_support.hpp"
+
+using iotest::data_dir;
+using iotest::numbered;
 
 using namespace memplan;
 
 namespace {
 
-const std::string data_dir = MEMPLAN_IO_TEST_DATA;
 
 // "t" + std::to_string(i) without the false -Wrestrict of g++ 12 at -O3 (GCC PR 105329).
-std::string numbered(const char* prefix, long long i) {
-  std::string s(prefix);
-  s += std::to_string(i);
-  return s;
-}
 
 void check_same_plan(const memory_plan& a, const memory_plan& b) {
   CHECK(a.steps == b.steps);

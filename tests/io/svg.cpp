@@ -13,19 +13,17 @@
 #include <memplan/io/svg.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/given.hpp>
+#include "io_support.hpp"
+
+using iotest::data_dir;
+using iotest::numbered;
 
 using namespace memplan;
 
 namespace {
 
-const std::string data_dir = MEMPLAN_IO_TEST_DATA;
 
 // "t" + std::to_string(i) without the false -Wrestrict of g++ 12 at -O3 (GCC PR 105329).
-std::string numbered(const char* prefix, long long i) {
-  std::string s(prefix);
-  s += std::to_string(i);
-  return s;
-}
 
 struct xml_summary {
   bool balanced = true;
@@ -66,13 +64,13 @@ xml_summary check_xml(const std::string& s) {
   return r;
 }
 
-memory_plan plan_of(const problem& p) { return plan(p, schedule::given{} | place::greedy_by_size{}); }
+memory_plan greedy_by_size_plan(const problem& p) { return plan(p, schedule::given{} | place::greedy_by_size{}); }
 
 }  // namespace
 
 TEST_CASE("heap map of the small graph: well-formed, one block per storage and workspace, legend, lines") {
   const auto p = io::read_graph(data_dir + "/small.json");
-  const auto mp = plan_of(p);
+  const auto mp = greedy_by_size_plan(p);
   const auto svg = io::heap_svg(p, mp);
   const auto x = check_xml(svg);
   INFO(x.problem);
@@ -99,7 +97,7 @@ TEST_CASE("heap map of the small graph: well-formed, one block per storage and w
 
 TEST_CASE("heap map: the lower-bound line appears when the bound is below the peak, and only then") {
   const auto p = io::read_graph(data_dir + "/small.json");
-  auto mp = plan_of(p);
+  auto mp = greedy_by_size_plan(p);
   mp.stats.lower_bound = mp.stats.peak / 2;
   CHECK(io::heap_svg(p, mp).find(">lower bound ") != std::string::npos);
   mp.stats.lower_bound = mp.stats.peak;
@@ -124,7 +122,7 @@ TEST_CASE("heap blocks: inside the arena, disjoint when live together, live byte
       avail.push_back(t);
     }
     const auto p = b.build();
-    const auto mp = plan_of(p);
+    const auto mp = greedy_by_size_plan(p);
     const auto blocks = io::heap_blocks(p, mp);
     std::vector<std::int64_t> live(static_cast<std::size_t>(p.num_ops()), 0);
     for (std::size_t a = 0; a < blocks.size(); ++a) {
@@ -195,7 +193,7 @@ TEST_CASE("names with XML specials are escaped") {
   auto y = b.add_tensor("y", 10, tensor_kind::output);
   b.add_op("op&<", {x}, {y});
   const auto p = b.build();
-  const auto svg = io::heap_svg(p, plan_of(p));
+  const auto svg = io::heap_svg(p, greedy_by_size_plan(p));
   CHECK(check_xml(svg).balanced);
   CHECK(svg.find("x&lt;&amp;&gt;&apos;&quot;") != std::string::npos);
   CHECK(svg.find("a&lt;b&gt;&amp;&quot;c&quot;: heap map") != std::string::npos);
@@ -208,7 +206,7 @@ TEST_CASE("heap map of a bundled model stays compact") {
     return;
   }
   const auto p = io::read_graph(path);
-  const auto mp = plan_of(p);
+  const auto mp = greedy_by_size_plan(p);
   const auto svg = io::heap_svg(p, mp);
   const auto x = check_xml(svg);
   CHECK(x.balanced);

@@ -267,7 +267,7 @@ TEST_CASE("timed plans round-trip through the plan JSON") {
   CHECK(verify(p, back));
 }
 
-TEST_CASE("an offloader without a bandwidth says what is missing; FLOP costs need the device's FLOP/s") {
+TEST_CASE("an offloader without a bandwidth says what is missing, FLOP costs need the device's FLOP/s") {
   const auto p = make_problem(testing::offload_chain(testing::random_chain(2, 5)));
   CHECK_THROWS_WITH_AS(offload_plan(p, offload::greedy{}, timed_ctx(0.0, least_peak(p))), doctest::Contains("bandwidth"), error);
   auto g = testing::offload_chain(testing::random_chain(2, 5));

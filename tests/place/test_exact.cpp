@@ -29,7 +29,7 @@ TEST_CASE("exact equals brute force on small instances") {
   CHECK(strictly_better_than_greedy > 0);  // the comparison is not vacuous
 }
 
-TEST_CASE("OLLA Figure 4: a greedy allocator leaves no room between A and B; planning leaves the gap") {
+TEST_CASE("OLLA Figure 4: a greedy allocator leaves no room between A and B, planning leaves the gap") {
   // A [0,2) and B [1,4) are allocated in time order; when A is freed, C [2,4) needs more than A's space.
   buffer_problem p;
   p.buffers = {{0, 2, 2}, {1, 4, 1}, {2, 4, 3}};  // A, B, C; the resident peak is 4 (B + C)

@@ -124,7 +124,7 @@ TEST_CASE("window bounds never exceed the optimum") {
   CHECK(above_max_load > total / 2);  // measured: 72 of the first 100 seeds
 }
 
-TEST_CASE("decision mode stops at the first fit; accept = 0 minimises; a capacity under the bound is refused") {
+TEST_CASE("decision mode stops at the first fit, accept = 0 minimises, a capacity under the bound is refused") {
   buffer_problem p;
   p.buffers = {{4, 6, 4}, {5, 6, 6}, {1, 2, 5}, {0, 6, 3}, {0, 5, 4}};  // greedy 17, optimum 13
   p.capacity = 16;

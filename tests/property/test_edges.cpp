@@ -118,7 +118,7 @@ TEST_CASE("edges: sizes whose sum leaves int64 are a clear error, not a wrapped 
   CHECK_THROWS_AS((void)w.build(), error);
 }
 
-TEST_CASE("edges: tensors at memplan's size limit (2^61 - 1 bytes each, 2^62 - 1 in all) plan and verify; larger ones are refused by name") {
+TEST_CASE("edges: tensors at memplan's size limit (2^61 - 1 bytes each, 2^62 - 1 in all) plan and verify, larger ones are refused by name") {
   constexpr std::int64_t limit = max64 / 4;  // 2^61 - 1
   problem_builder b("huge");
   auto x = b.add_tensor("x", limit, tensor_kind::input);
@@ -148,7 +148,7 @@ TEST_CASE("edges: tensors at memplan's size limit (2^61 - 1 bytes each, 2^62 - 1
   }
 }
 
-TEST_CASE("edges: alignment up to 1 GiB gives aligned plans; beyond the arena arithmetic, a clear error") {
+TEST_CASE("edges: alignment up to 1 GiB gives aligned plans, beyond the arena arithmetic, a clear error") {
   const auto p = testing::training_dag(7);
   for (std::int64_t a = 1; a <= (std::int64_t{1} << 30); a <<= 6) {
     INFO(a);

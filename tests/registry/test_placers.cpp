@@ -4,7 +4,7 @@
 
 using namespace memplan;
 
-TEST_CASE("placers registry: every listed name resolves; unknown names list the valid ones") {
+TEST_CASE("placers registry: every listed name resolves, unknown names list the valid ones") {
   for (const auto& n : placers().names()) CHECK(placers().make(n).name().size() > 0);
   const std::vector<std::string> expected{"bump", "greedy_by_size", "greedy_by_breadth", "best_fit", "gergov", "mincost_flow",
                                           "pyramid", "exact", "best_of", "default", "online_first_fit", "online_best_fit",

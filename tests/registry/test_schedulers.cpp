@@ -36,7 +36,7 @@ TEST_CASE("schedulers registry: OLLA Figure 3 optimum by every policy but given"
   }
 }
 
-TEST_CASE("schedulers registry: unknown names list the valid ones; options pass through") {
+TEST_CASE("schedulers registry: unknown names list the valid ones, options pass through") {
   try {
     (void)schedulers().make("fastest");
     FAIL("expected an error");

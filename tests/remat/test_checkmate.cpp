@@ -56,7 +56,7 @@ struct noting {
 
 }  // namespace
 
-TEST_CASE("remat brute force: plans verify, meet their budget, cost what they claim; staged plans never beat any plan") {
+TEST_CASE("remat brute force: plans verify, meet their budget, cost what they claim, staged plans never beat any plan") {
   int instances = 0, budgets = 0, cheaper_any = 0, lower_any = 0;
   for (const auto& inst : testing::remat_instances()) {
     const auto& p = inst.p;
@@ -101,7 +101,7 @@ TEST_CASE("remat brute force: plans verify, meet their budget, cost what they cl
   CHECK(budgets >= 100);
 }
 
-TEST_CASE("checkmate model: optimal staged plans encode to feasible assignments of their cost; memory rows are exact") {
+TEST_CASE("checkmate model: optimal staged plans encode to feasible assignments of their cost, memory rows are exact") {
   int plans = 0;
   for (const auto& inst : testing::remat_instances()) {
     const auto& p = inst.p;
@@ -183,7 +183,7 @@ TEST_CASE("checkmate_ilp needs no solve without a target or when the timeline fi
   CHECK(sz.s_vars > 0);
 }
 
-TEST_CASE("checkmate_ilp: the warm start is any checkpointer; an in-place tree is refused by name") {
+TEST_CASE("checkmate_ilp: the warm start is any checkpointer, an in-place tree is refused by name") {
   const auto p = make_problem(testing::plain_chain(4));
   const auto tl = given_timeline(p);
   const auto out = remat::checkmate_ilp{.warm_start = noting{}}.run(p, tl, {.memory_target = tl.peak - 1});

@@ -15,6 +15,7 @@
 #include <memplan/solver/cbc.hpp>
 
 #include "remat_check.hpp"
+#include "remat_cbc.hpp"
 
 using namespace memplan;
 using testing::model_cost;
@@ -22,12 +23,6 @@ using testing::violation_of;
 
 namespace {
 
-plan_context with_cbc(std::int64_t target) {
-  plan_context c;
-  c.memory_target = target;
-  c.solver = solver::cbc{};
-  return c;
-}
 
 // A warm start handed in from outside: a fixed timeline (here a brute-force optimum).
 struct fixed_plan {
@@ -48,7 +43,7 @@ problem chain_with_room(std::uint64_t seed, int layers) {
 
 }  // namespace
 
-TEST_CASE("checkmate_ilp equals the brute force over Checkmate's stages at every budget; plans verify and fit") {
+TEST_CASE("checkmate_ilp equals the brute force over Checkmate's stages at every budget, plans verify and fit") {
   const remat::checkmate_ilp ilp{.relative_gap = 0};
   int solved = 0, graphs = 0;
   std::vector<double> seconds;
@@ -64,7 +59,7 @@ TEST_CASE("checkmate_ilp equals the brute force over Checkmate's stages at every
       const auto st = testing::remat_brute_force(p, tl, b, testing::remat_plans::staged);
       REQUIRE(st.feasible);
       const auto t0 = std::chrono::steady_clock::now();
-      const auto out = ilp.run(p, tl, with_cbc(b));
+      const auto out = ilp.run(p, tl, testing::with_cbc(b));
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       const auto& note = out.stages.back().note;
       INFO(note);
@@ -81,7 +76,7 @@ TEST_CASE("checkmate_ilp equals the brute force over Checkmate's stages at every
   CHECK(solved >= 100);
 }
 
-TEST_CASE("checkmate_ilp below the least feasible peak: infeasible, falls back to its smallest plan; the pipeline fails cleanly") {
+TEST_CASE("checkmate_ilp below the least feasible peak: infeasible, falls back to its smallest plan, the pipeline fails cleanly") {
   int tried = 0;
   for (const auto& inst : testing::remat_instances(10, 6)) {
     const auto& p = inst.p;
@@ -91,7 +86,7 @@ TEST_CASE("checkmate_ilp below the least feasible peak: infeasible, falls back t
     if (lo.peak == 0) continue;
     const auto b = lo.peak - 1;
     CHECK(!testing::remat_brute_force(p, tl, b, testing::remat_plans::staged).feasible);
-    const auto out = remat::checkmate_ilp{}.run(p, tl, with_cbc(b));
+    const auto out = remat::checkmate_ilp{}.run(p, tl, testing::with_cbc(b));
     const auto& note = out.stages.back().note;
     INFO(note);
     CHECK(note.find("infeasible") != std::string::npos);
@@ -118,7 +113,7 @@ TEST_CASE("checkmate_ilp through the pipeline: the plan verifies, its stats carr
     const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::staged);
     const auto target = (lo.peak + tl.peak) / 2;
     const auto st = testing::remat_brute_force(p, tl, target, testing::remat_plans::staged);
-    const auto mp = plan(p, schedule::given{} | remat::checkmate_ilp{.relative_gap = 0} | place::default_placer{}, with_cbc(target));
+    const auto mp = plan(p, schedule::given{} | remat::checkmate_ilp{.relative_gap = 0} | place::default_placer{}, testing::with_cbc(target));
     CHECK(verify(p, mp).ok);
     CHECK(mp.stats.peak <= target);
     CHECK(mp.stats.checkpointer == "checkmate_ilp");
@@ -137,7 +132,7 @@ TEST_CASE("checkmate_ilp through the pipeline: the plan verifies, its stats carr
   CHECK(mp.stats.arena <= ctx.budget);
 }
 
-TEST_CASE("checkmate_ilp: a fitting warm start is the first incumbent; size guards and time limits fall back with a note") {
+TEST_CASE("checkmate_ilp: a fitting warm start is the first incumbent, size guards and time limits fall back with a note") {
   const auto p = chain_with_room(21, 3);
   const auto tl = given_timeline(p);
   const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::staged);
@@ -148,7 +143,7 @@ TEST_CASE("checkmate_ilp: a fitting warm start is the first incumbent; size guar
   {
     // The optimum as warm start: the solver starts from it and proves it.
     const remat::checkmate_ilp ilp{.relative_gap = 0, .warm_start = fixed_plan{st.plan}};
-    const auto out = ilp.run(p, tl, with_cbc(target));
+    const auto out = ilp.run(p, tl, testing::with_cbc(target));
     const auto& note = out.stages.back().note;
     INFO(note);
     CHECK(note.find("warm start fixed (model cost ") != std::string::npos);
@@ -159,29 +154,47 @@ TEST_CASE("checkmate_ilp: a fitting warm start is the first incumbent; size guar
     // The unrestricted optimum, when it is outside the stages, is still returned if it is cheaper.
     const auto an = testing::remat_brute_force(p, tl, target, testing::remat_plans::any);
     const remat::checkmate_ilp ilp{.warm_start = fixed_plan{an.plan}};
-    const auto out = ilp.run(p, tl, with_cbc(target));
+    const auto out = ilp.run(p, tl, testing::with_cbc(target));
     CHECK(violation_of(p, out) == "<valid>");
     CHECK(model_cost(p, out) == doctest::Approx(an.cost));
   }
   {
-    const auto out = remat::checkmate_ilp{.max_ops = 3}.run(p, tl, with_cbc(target));
+    const auto out = remat::checkmate_ilp{.max_ops = 3}.run(p, tl, testing::with_cbc(target));
     CHECK(out.stages.back().note.find("ops > max_ops = 3") != std::string::npos);
     CHECK(violation_of(p, out) == "<valid>");
-    const auto out2 = remat::checkmate_ilp{.max_binaries = 10}.run(p, tl, with_cbc(target));
+    const auto out2 = remat::checkmate_ilp{.max_binaries = 10}.run(p, tl, testing::with_cbc(target));
     CHECK(out2.stages.back().note.find("binaries > max_binaries = 10") != std::string::npos);
   }
   {
     // time_limit 0: no search past the root node; whatever comes back verifies.
-    auto ctx = with_cbc(target);
+    auto ctx = testing::with_cbc(target);
     ctx.time_limit_s = 0;
     const auto out = remat::checkmate_ilp{}.run(p, tl, ctx);
     INFO(out.stages.back().note);
     CHECK(violation_of(p, out) == "<valid>");
   }
   {
+    // CBC crashing (or hanging past its limit) in an isolated child process: the policy falls back to
+    // its warm start, says why, and the plan verifies.
+    auto ctx = testing::with_cbc(target);
+    ctx.time_limit_s = 1;
+    for (const auto f : {solver::cbc::fault::crash, solver::cbc::fault::hang}) {
+      ctx.solver = solver::cbc{.isolate = true, .watchdog_grace_s = 0.2, .inject_fault = f};
+      const auto out = remat::checkmate_ilp{}.run(p, tl, ctx);
+      const auto& note = out.stages.back().note;
+      INFO(note);
+      CHECK(note.find(f == solver::cbc::fault::crash ? "crashed in its child process" : "its child process was killed") !=
+            std::string::npos);
+      CHECK(violation_of(p, out) == "<valid>");
+    }
+    // The same with isolation and no fault: the optimum, as in process.
+    ctx.solver = solver::cbc{.isolate = true};
+    CHECK(model_cost(p, remat::checkmate_ilp{.relative_gap = 0}.run(p, tl, ctx)) == doctest::Approx(st.cost));
+  }
+  {
     // Progress reaches the callback.
     int events = 0;
-    auto ctx = with_cbc(target);
+    auto ctx = testing::with_cbc(target);
     ctx.progress = [&](const progress_event& e) {
       CHECK(e.policy == "checkmate_ilp");
       ++events;
@@ -202,7 +215,7 @@ TEST_CASE("checkmate_ilp stopped early with a warm start (node limit 0) returns 
   timeline start = tl;
   remat::detail::staged_to_timeline(p, f, *od, start);
   REQUIRE(start.peak < tl.peak);
-  auto ctx = with_cbc((start.peak + tl.peak) / 2);
+  auto ctx = testing::with_cbc((start.peak + tl.peak) / 2);
   ctx.time_limit_s = 0;
   const auto out = remat::checkmate_ilp{}.run(p, tl, ctx);
   const auto& note = out.stages.back().note;

@@ -141,7 +141,7 @@ TEST_CASE("monet_greedy without a target or without alternatives: fastest implem
   CHECK(a.stages.back().note.find("no implementation alternatives") != std::string::npos);
 }
 
-TEST_CASE("monet_ilp without a MILP backend returns the joint heuristic's plan and says so; registered by name") {
+TEST_CASE("monet_ilp without a MILP backend returns the joint heuristic's plan and says so, registered by name") {
   const auto p = testing::with_implementations(make_problem(testing::training_chain(11, {.layers = 4})), 9, 2);
   const auto tl = given_timeline(p);
   const auto target = tl.peak * 3 / 4;

@@ -17,18 +17,13 @@
 #include <memplan/solver/cbc.hpp>
 
 #include "remat_check.hpp"
+#include "remat_cbc.hpp"
 
 using namespace memplan;
 using testing::violation_of;
 
 namespace {
 
-plan_context with_cbc(std::int64_t target) {
-  plan_context c;
-  c.memory_target = target;
-  c.solver = solver::cbc{};
-  return c;
-}
 
 // MONeT's stages as the brute force sees them (remat::detail::monet_stages).
 testing::impl_choice monet_space(const problem& p, const timeline& tl, bool one_impl_per_op, bool backward_only) {
@@ -67,7 +62,7 @@ std::vector<testing::remat_instance> small_with_impls() {
 
 }  // namespace
 
-TEST_CASE("monet_ilp equals the brute force over schedules and implementations at every budget; plans verify and fit") {
+TEST_CASE("monet_ilp equals the brute force over schedules and implementations at every budget, plans verify and fit") {
   int solved = 0, graphs = 0, infeasible = 0, incomplete = 0;
   std::vector<double> seconds;
   // The default (one implementation per op, Checkmate's stages) on every graph; per-step choice and
@@ -102,7 +97,7 @@ TEST_CASE("monet_ilp equals the brute force over schedules and implementations a
           continue;
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const auto out = ilp.run(p, tl, with_cbc(b));
+        const auto out = ilp.run(p, tl, testing::with_cbc(b));
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         const auto& note = out.stages.back().note;
         INFO(note);
@@ -150,9 +145,9 @@ TEST_CASE("monet_ilp is never costlier than monet_greedy nor than checkmate_ilp 
     REQUIRE(lo.feasible);
     for (const auto b : testing::budget_sweep(lo.peak, fast.peak)) {
       INFO("budget " << b);
-      const auto m = remat::monet_ilp{.relative_gap = 0}.run(p, tl, with_cbc(b));
-      const auto g = remat::monet_greedy{}.run(p, tl, with_cbc(b));
-      const auto c = remat::checkmate_ilp{.relative_gap = 0, .warm_start = remat::default_checkpointer{}}.run(p, fast, with_cbc(b));
+      const auto m = remat::monet_ilp{.relative_gap = 0}.run(p, tl, testing::with_cbc(b));
+      const auto g = remat::monet_greedy{}.run(p, tl, testing::with_cbc(b));
+      const auto c = remat::checkmate_ilp{.relative_gap = 0, .warm_start = remat::default_checkpointer{}}.run(p, fast, testing::with_cbc(b));
       REQUIRE(m.peak <= b);
       ++cases;
       if (g.peak <= b) CHECK(remat::total_step_cost(p, m) <= remat::total_step_cost(p, g) + 1e-6);

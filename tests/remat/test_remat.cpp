@@ -80,7 +80,7 @@ TEST_CASE("every checkpointer gives verified plans within the budget, or says it
   CHECK(below_peak > 20);
 }
 
-TEST_CASE("budgets at and above the no-recompute arena recompute nothing; below the op-local bound is infeasible") {
+TEST_CASE("budgets at and above the no-recompute arena recompute nothing, below the op-local bound is infeasible") {
   for (const auto& p : graphs()) {
     CAPTURE(p.name());
     const auto a0 = no_recompute_arena(p);
@@ -147,7 +147,7 @@ TEST_CASE("revolve: the engine recomputes exactly what the chain DP counts, on h
   }
 }
 
-TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans; meets a budget at least cost") {
+TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans, meets a budget at least cost") {
   // A heterogeneous chain: expensive layers are worth keeping.
   zoo::chain_params cp;
   for (int i = 0; i < 16; ++i) {
@@ -204,7 +204,7 @@ TEST_CASE("a recomputed value lives in its own materialization, placed apart fro
   CHECK(verify(p, mp).ok);
 }
 
-TEST_CASE("checkpointers against brute force on small chains: never below the optimum; the default checkpointer within one recompute of it") {
+TEST_CASE("checkpointers against brute force on small chains: never below the optimum, the default checkpointer within one recompute of it") {
   // The brute force (tests/support/remat_brute_force.hpp) searches every plan over the fixed order:
   // any recompute sequence, any free. At every budget from the no-recompute peak down to the least
   // feasible one, each policy meets the budget and costs at least the optimum. Measured (docs/recompute.md):

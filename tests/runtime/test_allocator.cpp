@@ -76,7 +76,7 @@ TEST_CASE("the recorder captures sizes, alignments, event order, lifetimes and t
 
 TEST_CASE("the live offset table agrees with a map under random inserts and erases") {
   std::mt19937_64 rng(7);
-  detail::offset_table table(200);
+  runtime::detail::offset_table table(200);
   std::map<std::int64_t, std::int32_t> ref;
   for (int k = 0; k < 20000; ++k) {
     const bool add = ref.size() < 200 && (ref.empty() || rng() % 2);
@@ -119,7 +119,7 @@ TEST_CASE("replaying the recorded program serves every planned allocation from t
   }
 }
 
-TEST_CASE("any placer's plan replays; the slab is the placement's arena") {
+TEST_CASE("any placer's plan replays, the slab is the placement's arena") {
   std::mt19937_64 rng(2);
   const auto s = random_script(rng, 200);
   const auto t = record(s);

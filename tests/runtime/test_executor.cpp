@@ -138,7 +138,7 @@ TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corru
   CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) != 0);
 }
 
-TEST_CASE("executor: offload/prefetch copy through host staging; freed memory is poisoned") {
+TEST_CASE("executor: offload/prefetch copy through host staging, freed memory is poisoned") {
   graph::dataflow_graph g("off");
   auto x = g.add_tensor("x", 16, tensor_kind::input);
   auto a = g.add_tensor("a", 16);

@@ -33,12 +33,12 @@ symbolic_problem random_symbolic(std::mt19937_64& rng, int n, batch_range range,
 }  // namespace
 
 TEST_CASE("affine arithmetic helpers round toward +infinity for both signs") {
-  CHECK(detail::round_up(0, 64) == 0);
-  CHECK(detail::round_up(1, 64) == 64);
-  CHECK(detail::round_up(-1, 64) == 0);
-  CHECK(detail::round_up(-65, 64) == -64);
-  CHECK(detail::ceil_div(7, 2) == 4);
-  CHECK(detail::ceil_div(-7, 2) == -3);
+  CHECK(runtime::detail::round_up(0, 64) == 0);
+  CHECK(runtime::detail::round_up(1, 64) == 64);
+  CHECK(runtime::detail::round_up(-1, 64) == 0);
+  CHECK(runtime::detail::round_up(-65, 64) == -64);
+  CHECK(runtime::detail::ceil_div(7, 2) == 4);
+  CHECK(runtime::detail::ceil_div(-7, 2) == -3);
   CHECK(affine{100, 8}.at(4) == 132);
 }
 

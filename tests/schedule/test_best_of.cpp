@@ -31,7 +31,7 @@ struct fixed_order {
 };
 }  // namespace
 
-TEST_CASE("best_of: keeps the lowest peak and names the winner; ties go to the first") {
+TEST_CASE("best_of: keeps the lowest peak and names the winner, ties go to the first") {
   const auto p = make_problem(testing::olla_figure3_graph());
   const fixed_order worse{"worse", {0, 1, 2, 3}}, better{"better", {0, 2, 1, 3}}, also{"also", {0, 2, 1, 3}};
   const auto r = schedule::best_of{worse, better, also}.run(p);

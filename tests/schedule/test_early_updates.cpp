@@ -56,7 +56,7 @@ TEST_CASE("early_weight_updates: one control edge per update op, to a later-leve
   CHECK(found);
 }
 
-TEST_CASE("early_weight_updates: orders of the transform are orders of the original; frees gradients early") {
+TEST_CASE("early_weight_updates: orders of the transform are orders of the original, frees gradients early") {
   const auto p = small_mlp(6);
   const auto q = schedule::early_weight_updates(p);
   CHECK(q.num_ops() == p.num_ops());
@@ -69,7 +69,7 @@ TEST_CASE("early_weight_updates: orders of the transform are orders of the origi
   CHECK(peak_of(p, order) < schedule::given{}.run(p).peak);
 }
 
-TEST_CASE("early_weight_updates: graphs without update ops are unchanged; random graphs stay acyclic") {
+TEST_CASE("early_weight_updates: graphs without update ops are unchanged, random graphs stay acyclic") {
   const auto p = make_problem(testing::random_dag(3, {.ops = 30}));
   CHECK(schedule::early_update_edges(p).empty());
   for (std::uint64_t seed = 0; seed < 30; ++seed) {

@@ -82,7 +82,7 @@ TEST_CASE("olla_ilp (CBC): 12-14 op random DAGs reach schedule::exact's optimum"
   }
 }
 
-TEST_CASE("olla_ilp (CBC): early weight-update edges (OLLA §4.3) restrict orders; no bound claimed from them") {
+TEST_CASE("olla_ilp (CBC): early weight-update edges (OLLA §4.3) restrict orders, no bound claimed from them") {
   const auto p = make_problem(zoo::mlp(2, {4, 8, 8, 3}));
   REQUIRE(p.num_ops() <= 64);
   const auto ex = schedule::exact{.time_limit_s = -1}.run(p);

@@ -575,3 +575,88 @@ TEST_CASE("solver::cbc: concurrent solves from several threads are each correct"
   }
   for (std::size_t i = 0; i < models.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]));
 }
+
+// Isolation (cbc{.isolate = true}): the solve runs in a forked child; a crash or a hang there costs
+// the solve, not this process.
+TEST_CASE("solver::cbc isolated: the same answers as in process, on random knapsacks") {
+  std::mt19937 rng(20261123);
+  for (int instance = 0; instance < 8; ++instance) {
+    const knapsack k = random_knapsack(rng);
+    s::model m;
+    const std::vector<s::var> x = m.add_binaries(k.weight.size(), "x");
+    s::expr w, v;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      w.add_term(x[i], k.weight[i]);
+      v.add_term(x[i], k.value[i]);
+    }
+    m.add(w <= k.capacity, "capacity");
+    m.maximize(v);
+    const s::solution here = s::cbc{}.solve(m, exact());
+    const s::solution child = s::cbc{.isolate = true}.solve(m, exact());
+    INFO("instance " << instance << ": " << child.message);
+    CHECK(child.status == here.status);
+    check_incumbent(m, child);
+    CHECK(child.values == here.values);
+    CHECK(child.objective == here.objective);
+    CHECK(child.message == here.message);
+    CHECK(child.backend == "cbc");
+  }
+  // Infeasible models keep their verdict and message.
+  s::model bad;
+  const auto y = bad.add_binary("y");
+  bad.add(1.0 * y >= 2.0, "impossible");
+  bad.minimize(1.0 * y);
+  const auto r = s::cbc{.isolate = true}.solve(bad, exact());
+  CHECK(r.status == s::status::infeasible);
+}
+
+namespace {
+// A small model with a full feasible warm start (x = 0).
+s::model knapsack_with_start() {
+  s::model m("with_start");
+  const auto x = m.add_binaries(6, "x");
+  s::expr w, v;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    w.add_term(x[i], static_cast<double>(3 + i));
+    v.add_term(x[i], static_cast<double>(2 + i % 3));
+  }
+  m.add(w <= 10.0, "capacity");
+  m.maximize(v);
+  m.set_start(std::vector<double>(6, 0.0));
+  return m;
+}
+}  // namespace
+
+TEST_CASE("solver::cbc isolated: a crash in CBC's child process is reported, and the caller goes on") {
+  s::model m = knapsack_with_start();
+  const auto r = s::cbc{.isolate = true, .inject_fault = s::cbc::fault::crash}.solve(m, exact());
+  INFO(r.message);
+  CHECK(r.message.find("crashed in its child process") != std::string::npos);
+  // The full feasible warm start is returned as the incumbent.
+  CHECK(r.status == s::status::feasible);
+  check_incumbent(m, r);
+  CHECK(r.objective == 0.0);
+  // Without a warm start: an error, no incumbent.
+  s::model bare("bare");
+  const auto z = bare.add_binary("z");
+  bare.maximize(1.0 * z);
+  const auto e = s::cbc{.isolate = true, .inject_fault = s::cbc::fault::crash}.solve(bare, exact());
+  CHECK(e.status == s::status::error);
+  CHECK_FALSE(e.has_incumbent());
+  // And the next solve in this process works.
+  CHECK(s::cbc{.isolate = true}.solve(bare, exact()).status == s::status::optimal);
+}
+
+TEST_CASE("solver::cbc isolated: a hang past the time limit is killed by the watchdog") {
+  s::model m = knapsack_with_start();
+  s::options o = exact();
+  o.time_limit = 0.2;
+  const auto r = s::cbc{.isolate = true, .watchdog_grace_s = 0.3, .inject_fault = s::cbc::fault::hang}.solve(m, o);
+  INFO(r.message);
+  CHECK(r.message.find("past its time limit") != std::string::npos);
+  CHECK(r.message.find("killed") != std::string::npos);
+  CHECK(r.status == s::status::feasible);  // the warm start
+  check_incumbent(m, r);
+  // It returned (no duration is asserted: the watchdog's deadline is limit + grace).
+  CHECK(r.seconds >= 0.5 - 1e-3);
+}

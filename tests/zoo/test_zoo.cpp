@@ -181,7 +181,7 @@ TEST_CASE("zoo resnet: ResNet-18 parameter count matches torchvision") {
   CHECK(params == 11689512);
 }
 
-TEST_CASE("zoo lstm: counts match the formulas; weight gradients accumulate in place") {
+TEST_CASE("zoo lstm: counts match the formulas, weight gradients accumulate in place") {
   for (std::int64_t T : {1, 3, 8}) {
     for (std::int64_t L : {1, 2}) {
       CAPTURE(T);

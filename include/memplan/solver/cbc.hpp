@@ -11,10 +11,19 @@
 //   <cbc::arguments...> -solve
 // The warm start goes through CbcModel::setMIPStart, which CBC completes (it fixes the given
 // integer variables and solves for the rest) and installs as the first incumbent.
+//
+// Isolation (`cbc{.isolate = true}`, POSIX; the CLI's default): the solve runs in a forked child
+// process that sends the solution back through a pipe. CBC 2.10 has known crashes (SIGSEGV in
+// CglPreProcess::postProcess when the clock stops preprocessing) and an LP can overrun the clock by
+// minutes; isolated, a crash or a hang costs the solve, not the caller: the parent kills a child that
+// runs `watchdog_grace_s` (or 10 % of the limit, whichever is more) past the time limit, and either
+// failure returns status::error -- or the model's full feasible warm start, as status::feasible -- with
+// a message that says what happened. The *_ilp policies then fall back as for any failed solve.
 #include <memplan/base/error.hpp>
 #include <memplan/solver/milp.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cmath>
@@ -27,6 +36,20 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#define MEMPLAN_CBC_CAN_ISOLATE 1
+#else
+#define MEMPLAN_CBC_CAN_ISOLATE 0
+#endif
 
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
@@ -54,6 +77,72 @@ inline std::mutex& cbc_mutex() {
   return m;
 }
 
+#if MEMPLAN_CBC_CAN_ISOLATE
+// The child's answer, through a pipe: fixed-size fields, then the message and the values.
+inline void cbc_write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // the parent is gone; nothing to do in the child
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+inline void cbc_send(int fd, const solution& s) {
+  const std::array<double, 4> d{s.objective, s.bound, s.gap, s.seconds};
+  const std::array<std::int64_t, 4> i{static_cast<std::int64_t>(s.status), s.nodes,
+                                      static_cast<std::int64_t>(s.message.size()),
+                                      static_cast<std::int64_t>(s.values.size())};
+  cbc_write_all(fd, d.data(), sizeof d);
+  cbc_write_all(fd, i.data(), sizeof i);
+  cbc_write_all(fd, s.message.data(), s.message.size());
+  cbc_write_all(fd, s.values.data(), s.values.size() * sizeof(double));
+}
+
+// Reads everything the child writes until it closes the pipe, or until `deadline` (false: the
+// deadline passed first).
+inline bool cbc_read_until_eof(int fd, std::string& out, std::chrono::steady_clock::time_point deadline, bool has_deadline) {
+  std::array<char, 1 << 16> buf{};
+  for (;;) {
+    int wait_ms = -1;
+    if (has_deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return false;
+      wait_ms = static_cast<int>(std::min<long long>(left, 1 << 30));
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) return false;
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;  // EOF (or an error: treated as the end of what the child sent)
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+}
+
+// Parses what cbc_send wrote; false when it is incomplete (the child died while writing).
+inline bool cbc_receive(const std::string& in, solution& s) {
+  std::array<double, 4> d{};
+  std::array<std::int64_t, 4> i{};
+  if (in.size() < sizeof d + sizeof i) return false;
+  std::memcpy(d.data(), in.data(), sizeof d);
+  std::memcpy(i.data(), in.data() + sizeof d, sizeof i);
+  if (i[0] < 0 || i[0] > static_cast<std::int64_t>(status::error) || i[2] < 0 || i[3] < 0) return false;
+  const auto msg = static_cast<std::size_t>(i[2]), nv = static_cast<std::size_t>(i[3]);
+  if (in.size() != sizeof d + sizeof i + msg + nv * sizeof(double)) return false;
+  s.objective = d[0], s.bound = d[1], s.gap = d[2], s.seconds = d[3];
+  s.status = static_cast<status>(i[0]);
+  s.nodes = i[1];
+  s.message.assign(in.data() + sizeof d + sizeof i, msg);
+  s.values.resize(nv);
+  if (nv > 0) std::memcpy(s.values.data(), in.data() + sizeof d + sizeof i + msg, nv * sizeof(double));
+  return true;
+}
+#endif
+
 // CBC reports "no value" as +-1e50 or +-COIN_DBL_MAX.
 inline double cbc_value_or_inf(double v) {
   if (std::isnan(v)) return v;
@@ -69,12 +158,32 @@ class cbc {
   // Extra arguments for CbcMain1, placed before "-solve", for tuning a model family, e.g.
   // {"-cuts", "off"} or {"-preprocess", "off"} (see `cbc -?` for the list). Empty by default.
   std::vector<std::string> arguments{};
+  // Solve in a forked child process (see the top of this file). Off by default in the library: fork()
+  // in a multi-threaded caller copies only the calling thread, and the child then must not need a lock
+  // another thread held (the watchdog still ends it). Ignored where fork() does not exist.
+  bool isolate = false;
+  // With isolate and a finite time limit: seconds the child may run past the limit before it is
+  // killed (at least 10 % of the limit).
+  double watchdog_grace_s = 2.0;
+  // For tests of the isolation only: the child dies by a signal instead of solving (SIGKILL, which is
+  // what any crash looks like to the parent, also under sanitizers that catch SIGSEGV themselves),
+  // or hangs.
+  enum class fault : std::uint8_t { none, crash, hang };
+  fault inject_fault = fault::none;
 
   [[nodiscard]] static constexpr bool available() noexcept { return true; }
   [[nodiscard]] std::string_view name() const noexcept { return "cbc"; }
 
   [[nodiscard]] solution solve(const model& m, const options& o) const {
     validate(o);
+#if MEMPLAN_CBC_CAN_ISOLATE
+    if (isolate) return solve_isolated(m, o);
+#endif
+    return solve_here(m, o);
+  }
+
+ private:
+  [[nodiscard]] solution solve_here(const model& m, const options& o) const {
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     solution s;
@@ -123,7 +232,78 @@ class cbc {
     return s;
   }
 
- private:
+#if MEMPLAN_CBC_CAN_ISOLATE
+  [[nodiscard]] solution solve_isolated(const model& m, const options& o) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto failed = [&](std::string what) {
+      solution s;
+      s.backend = "cbc";
+      s.status = status::error;
+      s.message = std::move(what);
+      // A full, feasible warm start is still an incumbent.
+      if (auto start = m.full_start(); start && !m.violation(*start)) {
+        s.values = std::move(*start);
+        s.status = status::feasible;
+        s.objective = m.objective_value(s.values);
+        s.message += "; returning the feasible warm start";
+      }
+      s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return s;
+    };
+    int fds[2];
+    if (::pipe(fds) != 0) return failed(std::string("solver::cbc: pipe() failed: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return failed(std::string("solver::cbc: fork() failed: ") + std::strerror(errno));
+    }
+    if (pid == 0) {  // the child: solve, send, leave without running the parent's exit handlers
+      ::close(fds[0]);
+      if (inject_fault == fault::crash) ::raise(SIGKILL);
+      if (inject_fault == fault::hang)
+        for (;;) ::pause();
+      solution s;
+      try {
+        s = solve_here(m, o);
+      } catch (const std::exception& e) {
+        s.backend = "cbc";
+        s.status = status::error;
+        s.message = std::string("CBC failed: ") + e.what();
+      }
+      detail::cbc_send(fds[1], s);
+      ::close(fds[1]);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    const bool watchdog = std::isfinite(o.time_limit);
+    const double grace = std::max(watchdog_grace_s, 0.1 * o.time_limit);
+    const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(watchdog ? o.time_limit + grace : 0.0));
+    std::string bytes;
+    const bool finished = detail::cbc_read_until_eof(fds[0], bytes, deadline, watchdog);
+    ::close(fds[0]);
+    if (!finished) ::kill(pid, SIGKILL);
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    if (!finished)
+      return failed("CBC ran " + detail::cbc_num(grace) + " s past its time limit of " + detail::cbc_num(o.time_limit) +
+                    " s; its child process was killed");
+    solution s;
+    s.backend = "cbc";
+    if (detail::cbc_receive(bytes, s)) {
+      s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return s;
+    }
+    if (WIFSIGNALED(wstatus))
+      return failed("CBC crashed in its child process (signal " + std::to_string(WTERMSIG(wstatus)) + ", " +
+                    ::strsignal(WTERMSIG(wstatus)) + ")");
+    return failed("CBC's child process ended without an answer (exit status " +
+                  std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) + ")");
+  }
+#endif
+
   template <class Elapsed>
   static void run(const model& m, const options& o, const std::vector<std::string>& extra,
                   const std::vector<std::size_t>& rows, solution& s, Elapsed& elapsed) {

@@ -260,7 +260,10 @@ class canonical_search {
       const auto sk = static_cast<std::size_t>(k);
       const auto& b = p_->buffers[active_[sk]];
       const auto w = b.upper - b.lower;
-      ks.push_back({w, w * size_[sk], range_max(std::max(lo_[sk], pt.lo), std::min(hi_[sk], pt.hi)),
+      // The area is only a sort key: it saturates where lifetime x size leaves int64 (sizes reach 2^61).
+      std::int64_t area = 0;
+      if (__builtin_mul_overflow(w, size_[sk], &area)) area = std::numeric_limits<std::int64_t>::max();
+      ks.push_back({w, area, range_max(std::max(lo_[sk], pt.lo), std::min(hi_[sk], pt.hi)),
                     hint_.empty() ? 0 : -hint_[active_[sk]], k});
     }
     std::sort(ks.begin(), ks.end(), [&](const key& x, const key& y) {
