@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #define MEMPLAN_CBC_CAN_ISOLATE 1
 #else
@@ -250,6 +251,8 @@ class cbc {
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return s;
     };
+    // Output pending in this process's buffers would be written twice, once by each process.
+    std::fflush(nullptr);
     int fds[2];
     if (::pipe(fds) != 0) return failed(std::string("solver::cbc: pipe() failed: ") + std::strerror(errno));
     const pid_t pid = ::fork();
@@ -273,6 +276,7 @@ class cbc {
       }
       detail::cbc_send(fds[1], s);
       ::close(fds[1]);
+      std::fflush(nullptr);  // CBC's log (verbosity > 0); _exit() flushes nothing
       ::_exit(0);
     }
     ::close(fds[1]);
