@@ -234,6 +234,27 @@ TEST_CASE("regression (fuzz buffers_csv): pinned buffers that overlap while live
   CHECK_NOTHROW(validate(ok));
 }
 
+TEST_CASE("regression (fuzz buffers_csv): a lifetime from INT64_MIN is refused by name, not overflowed, by every placer") {
+  // tests/fuzz/regressions/buffers_csv/lifetime_overflow.csv: best_fit took upper - lower of it (UBSan).
+  std::istringstream in("id,lower,upper,size\na,0,3,100\nb,-9223372036854775808,6,100\n");
+  const auto list = io::read_buffers_csv(in, "lifetime_overflow.csv");
+  for (const auto& name : placers().names()) {
+    INFO(name);
+    try {
+      (void)placers().make(name).place(list.problem, plan_context{.time_limit_s = 0});
+      FAIL("expected errc::invalid_argument");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::invalid_argument);
+      CHECK(std::string(e.what()).find("buffer 1: lifetime [-9223372036854775808, 6) reaches beyond +-2^61") != std::string::npos);
+    }
+  }
+  // The ends of the allowed range are fine.
+  place::buffer_problem ok;
+  ok.buffers = {{-(std::int64_t{1} << 61), std::int64_t{1} << 61, 100, 1, -1}};
+  CHECK_NOTHROW(validate(ok));
+  CHECK(placers().make("best_fit").place(ok, plan_context{}).arena == 100);
+}
+
 TEST_CASE("regression (fuzz verify_mutated): verify reports an offset near 2^63 without overflowing") {
   problem_builder b("two");
   auto x = b.add_tensor("x", 100, tensor_kind::input);

@@ -62,6 +62,11 @@ inline void validate(const buffer_problem& p) {
     if (b.size < 0) throw error(errc::invalid_argument, who + ": negative size " + std::to_string(b.size));
     if (b.lower >= b.upper)
       throw error(errc::invalid_argument, who + ": empty lifetime [" + std::to_string(b.lower) + ", " + std::to_string(b.upper) + ")");
+    // Placers take lifetime lengths (upper - lower) and sums of them: both ends within +-2^61.
+    constexpr std::int64_t time_limit = std::int64_t{1} << 61;
+    if (b.lower < -time_limit || b.upper > time_limit)
+      throw error(errc::invalid_argument, who + ": lifetime [" + std::to_string(b.lower) + ", " + std::to_string(b.upper) +
+                                              ") reaches beyond +-2^61, which the placers' arithmetic does not hold");
     if (!pow2(b.alignment))
       throw error(errc::invalid_argument, who + ": alignment " + std::to_string(b.alignment) + " is not a power of two");
     if (b.fixed_offset >= 0 && b.fixed_offset % effective_alignment(p, b) != 0)
