@@ -61,6 +61,20 @@ knapsack random_knapsack(std::mt19937& rng) {
   return k;
 }
 
+// max sum value[i] x[i] subject to sum weight[i] x[i] <= capacity, x binary.
+s::model knapsack_model(const knapsack& k) {
+  s::model m;
+  const std::vector<s::var> x = m.add_binaries(k.weight.size(), "x");
+  s::expr w, v;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    w.add_term(x[i], k.weight[i]);
+    v.add_term(x[i], k.value[i]);
+  }
+  m.add(w <= k.capacity, "capacity");
+  m.maximize(v);
+  return m;
+}
+
 // Market split (Cornuejols & Dawande): sum_j a_ij x_j = floor(sum_j a_ij / 2) for 4 rows and 30
 // binaries. Hard for branch and bound, and mostly infeasible: CBC finds no solution quickly.
 s::model market_split(std::vector<s::var>& x, std::uint32_t seed = 42) {
@@ -93,18 +107,10 @@ TEST_CASE("solver::cbc: random knapsacks (maximize) equal brute force") {
   std::mt19937 rng(20261122);
   for (int instance = 0; instance < 40; ++instance) {
     const knapsack k = random_knapsack(rng);
-    s::model m;
-    const std::vector<s::var> x = m.add_binaries(k.weight.size(), "x");
-    s::expr w, v;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      w.add_term(x[i], k.weight[i]);
-      v.add_term(x[i], k.value[i]);
-    }
-    m.add(w <= k.capacity, "capacity");
-    m.maximize(v);
+    const s::model m = knapsack_model(k);
     const memplan_test::brute_result ref = memplan_test::brute_force(m);
     const s::solution r = s::cbc{}.solve(m, exact());
-    INFO("instance " << instance << " n=" << x.size() << " capacity=" << k.capacity);
+    INFO("instance " << instance << " n=" << k.weight.size() << " capacity=" << k.capacity);
     REQUIRE(ref.feasible);  // x = 0 always fits
     CHECK(r.status == s::status::optimal);
     check_incumbent(m, r);
@@ -581,16 +587,7 @@ TEST_CASE("solver::cbc: concurrent solves from several threads are each correct"
 TEST_CASE("solver::cbc isolated: the same answers as in process, on random knapsacks") {
   std::mt19937 rng(20261123);
   for (int instance = 0; instance < 8; ++instance) {
-    const knapsack k = random_knapsack(rng);
-    s::model m;
-    const std::vector<s::var> x = m.add_binaries(k.weight.size(), "x");
-    s::expr w, v;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      w.add_term(x[i], k.weight[i]);
-      v.add_term(x[i], k.value[i]);
-    }
-    m.add(w <= k.capacity, "capacity");
-    m.maximize(v);
+    const s::model m = knapsack_model(random_knapsack(rng));
     const s::solution here = s::cbc{}.solve(m, exact());
     const s::solution child = s::cbc{.isolate = true}.solve(m, exact());
     INFO("instance " << instance << ": " << child.message);
