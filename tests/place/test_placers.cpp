@@ -206,6 +206,29 @@ TEST_CASE("mincost_flow builds shared blocks of buffers with disjoint lifetimes"
   CHECK_THROWS_AS((void)mincost_flow{.max_buffers = 10}.place(big), error);
 }
 
+TEST_CASE("mincost_flow under a spent time limit: the flow stops after its first phase, the placement stays valid") {
+  const auto p = random_instance(9, {.buffers = 400, .steps = 120, .max_size = 5000});
+  const auto full = mincost_flow{}.place(p);
+  expect_valid(p, full, "mincost_flow");
+  CHECK(full.note.find("time limit") == std::string::npos);
+  const auto cut = mincost_flow{}.place(p, plan_context{.time_limit_s = 0});
+  expect_valid(p, cut, "mincost_flow, time limit 0");
+  if (cut.note.find("time limit reached") != std::string::npos) CHECK(cut.arena >= full.arena);  // a partial flow is a worse decomposition
+  else CHECK(cut.offsets == full.offsets);  // the first phase routed everything
+}
+
+TEST_CASE("best_of under a time limit: later members are skipped, the result is a member's valid placement") {
+  const auto p = random_instance(4, {.buffers = 300, .steps = 100, .max_size = 1000});
+  const auto all = best_of{greedy_by_size{}, best_fit{}, greedy_by_breadth{}}.place(p);
+  const auto cut = best_of{greedy_by_size{}, best_fit{}, greedy_by_breadth{}}.place(p, plan_context{.time_limit_s = 0});
+  expect_valid(p, cut, "best_of, time limit 0");
+  CHECK(cut.placer == "greedy_by_size");  // only the first member runs once the clock has stopped
+  CHECK(cut.note.find("best_fit skipped (time limit)") != std::string::npos);
+  CHECK(cut.note.find("greedy_by_breadth skipped (time limit)") != std::string::npos);
+  CHECK(all.note.find("skipped") == std::string::npos);
+  CHECK(all.arena <= cut.arena);
+}
+
 TEST_CASE("gergov on a chain and on overlapping buffers") {
   buffer_problem p;
   p.buffers = {{0, 2, 100}, {2, 4, 100}, {1, 3, 10}};

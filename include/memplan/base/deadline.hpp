@@ -38,4 +38,31 @@ class deadline {
   double limit_;
 };
 
+// Paces a loop of similar steps under a deadline (issue 12: wall <= limit + 10 %): a step starts only
+// while the time left covers the longest step so far, so the last step does not run far past the
+// limit. The first step always starts; without a limit every step does. Call next() before each step.
+class step_pacer {
+ public:
+  explicit step_pacer(const deadline& d) : d_(&d) {}
+  [[nodiscard]] bool next() {
+    if (!d_->limited()) return true;
+    const auto now = deadline::clock::now();
+    if (!started_) {
+      started_ = true;
+      last_ = now;
+      return true;
+    }
+    const double step = std::chrono::duration<double>(now - last_).count();
+    if (step > longest_) longest_ = step;
+    last_ = now;
+    return !d_->expired() && d_->seconds_left() >= longest_;
+  }
+
+ private:
+  const deadline* d_;
+  bool started_ = false;
+  deadline::clock::time_point last_{};
+  double longest_ = 0.0;
+};
+
 }  // namespace memplan

@@ -14,10 +14,12 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/buffer.hpp>
 #include <memplan/core/context.hpp>
@@ -55,7 +57,9 @@ class best_of {
     bool have = false;
     std::string note;
     std::int64_t lb = 0;
-    std::apply([&](const auto&... s) { (consider_order(p, ctx, s, best, have, note, lb), ...); }, members_);
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    step_pacer pace(clock);
+    std::apply([&](const auto&... s) { (consider_order(p, within(ctx, clock, pace, have, note, s), s, best, have, note, lb), ...); }, members_);
     best.lower_bound = std::max(best.lower_bound, lb);
     if (best.lower_bound > 0 && best.peak == best.lower_bound) best.optimal = true;
     best.note = "best_of: " + note + (best.note.empty() ? "" : "; winner: " + best.note);
@@ -78,7 +82,9 @@ class best_of {
     bool have = false;
     std::int64_t bound = 0;
     std::string note;
-    std::apply([&](const auto&... s) { (consider_placement(relaxed, ctx, s, best, have, bound, note), ...); }, members_);
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    step_pacer pace(clock);
+    std::apply([&](const auto&... s) { (consider_placement(relaxed, within(ctx, clock, pace, have, note, s), s, best, have, bound, note), ...); }, members_);
     if (!have) throw error(errc::limit_exceeded, "best_of: every member refused the problem: " + note);
     best.lower_bound = std::max(bound, best.lower_bound);
     best.optimal = best.optimal || best.arena == best.lower_bound;
@@ -99,17 +105,36 @@ class best_of {
     bool have = false;
     std::string note, winner;
     const auto target = ctx.peak_target();
-    std::apply([&](const auto&... s) { (consider_timeline(p, tl, ctx, target, s, best, have, note, winner), ...); }, members_);
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    step_pacer pace(clock);
+    std::apply([&](const auto&... s) { (consider_timeline(p, tl, within(ctx, clock, pace, have, note, s), target, s, best, have, note, winner), ...); }, members_);
     best.stages.back().name = winner;
     best.stages.back().note = "best_of: " + note + (best.stages.back().note.empty() ? "" : "; winner: " + best.stages.back().note);
     return best;
   }
 
  private:
+  // The time limit covers the whole best_of: a member after the first starts only while time is left
+  // and searches within what is left (nullopt: skipped, with a note).
+  // (Paced: a member starts only while the time left covers the longest member so far.)
   template <class P>
-  static void consider_order(const problem& p, const plan_context& ctx, const P& s, schedule_result& best, bool& have,
+  static std::optional<plan_context> within(const plan_context& ctx, const deadline& clock, step_pacer& pace, bool have, std::string& note,
+                                            const P& s) {
+    if (!clock.limited()) return ctx;
+    if (!pace.next() && have) {
+      note += (note.empty() ? "" : ", ") + std::string(s.name()) + " skipped (time limit)";
+      return std::nullopt;
+    }
+    auto sub = ctx;
+    sub.time_limit_s = clock.seconds_left();
+    return sub;
+  }
+
+  template <class P>
+  static void consider_order(const problem& p, const std::optional<plan_context>& ctx, const P& s, schedule_result& best, bool& have,
                              std::string& note, std::int64_t& lb) {
-    auto r = run_scheduler(s, p, ctx);
+    if (!ctx) return;
+    auto r = run_scheduler(s, p, *ctx);
     if (r.policy.empty()) r.policy = s.name();
     note += (note.empty() ? "" : ", ") + r.policy + "=" + std::to_string(r.peak);
     lb = std::max(lb, r.lower_bound);
@@ -120,12 +145,13 @@ class best_of {
   }
 
   template <class P>
-  static void consider_placement(const buffer_problem& bp, const plan_context& ctx, const P& s, buffer_placement& best,
+  static void consider_placement(const buffer_problem& bp, const std::optional<plan_context>& ctx, const P& s, buffer_placement& best,
                                  bool& have, std::int64_t& bound, std::string& note) {
+    if (!ctx) return;
     if (!note.empty()) note += ", ";
     try {
       buffer_placement pl;
-      if constexpr (context_placer<P>) pl = s.place(bp, ctx);
+      if constexpr (context_placer<P>) pl = s.place(bp, *ctx);
       else pl = s.place(bp);
       if (pl.placer.empty()) pl.placer = s.name();
       note += pl.placer + "=" + std::to_string(pl.arena);
@@ -157,9 +183,10 @@ class best_of {
   }
 
   template <class P>
-  static void consider_timeline(const problem& p, const timeline& in, const plan_context& ctx, std::int64_t target, const P& s,
+  static void consider_timeline(const problem& p, const timeline& in, const std::optional<plan_context>& ctx, std::int64_t target, const P& s,
                                 timeline& best, bool& have, std::string& note, std::string& winner) {
-    auto r = run_stage(s, p, in, ctx);
+    if (!ctx) return;
+    auto r = run_stage(s, p, in, *ctx);
     const auto who = r.stages.empty() ? std::string(s.name()) : r.stages.back().name;
     note += (note.empty() ? "" : ", ") + who + "=" + std::to_string(r.peak) + "/" + std::to_string(added_cost(p, r));
     if (!have || better_timeline(p, r, best, target)) {

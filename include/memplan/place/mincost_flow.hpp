@@ -12,14 +12,18 @@
 // the arena is the sum of block sizes.
 //
 // The network has O(n^2) edges: the policy refuses problems above max_buffers (errc::limit_exceeded),
-// as MemoMalloc reports it timing out on large graphs (Fig. 3.3).
+// as MemoMalloc reports it timing out on large graphs (Fig. 3.3). Under a time limit
+// (plan_context::time_limit_s) the flow stops between phases: the buffers it has not routed yet open
+// blocks of their own (a valid placement, noted).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/buffer.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/place/detail/min_cost_flow.hpp>
 #include <memplan/place/detail/support.hpp>
 
@@ -30,8 +34,11 @@ struct mincost_flow {
 
   [[nodiscard]] std::string name() const { return "mincost_flow"; }
 
-  [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+  [[nodiscard]] buffer_placement place(const buffer_problem& p) const { return place(p, plan_context{}); }
+
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
     validate(p);
+    const auto until = deadline::after(ctx.time_limit_or(-1.0));
     std::vector<std::size_t> ids;
     for (std::size_t i = 0; i < p.buffers.size(); ++i)
       if (p.buffers[i].size > 0 && p.buffers[i].fixed_offset < 0) ids.push_back(i);
@@ -64,7 +71,7 @@ struct mincost_flow {
         reuse[static_cast<std::size_t>(k)].push_back({e, *it});
       }
     }
-    net.run(0, 1, M);
+    const auto sent = net.run(0, 1, M, until).first;
     std::vector<int> succ(m, -1), pred(m, -1);
     for (int k = 0; k < M; ++k)
       for (auto [e, j] : reuse[static_cast<std::size_t>(k)])
@@ -85,9 +92,12 @@ struct mincost_flow {
       top = base + size;
     }
     std::string note;
+    if (sent < M)
+      note = "time limit reached after " + std::to_string(sent) + " of " + std::to_string(M) +
+             " units of flow: the buffers not routed open blocks of their own";
     if (detail::has_pins(p)) {
       offsets = detail::settle_around_pins(p, offsets);
-      note = "pins: buffers settled around pinned ones in the blocks' address order";
+      note += std::string(note.empty() ? "" : "; ") + "pins: buffers settled around pinned ones in the blocks' address order";
     }
     return detail::finish(p, std::move(offsets), name(), note);
   }

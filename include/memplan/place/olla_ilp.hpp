@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/buffer.hpp>
@@ -35,12 +36,13 @@
 #include <memplan/place/lower_bound.hpp>
 #include <memplan/place/pyramid.hpp>
 #include <memplan/solver/milp.hpp>
+#include <memplan/solver/stage_time.hpp>
 
 namespace memplan::place {
 
 struct olla_ilp {
   solver::any_backend backend{};               // none: plan_context::solver; neither: falls back to warm_start (with a note)
-  double time_limit_s = 30.0;                  // wall clock for the MILP solve
+  double time_limit_s = 30.0;                  // wall clock for the stage: warm start (a quarter) and MILP solve
   double relative_gap = 1e-4;
   int threads = 1;
   int verbosity = 0;
@@ -56,9 +58,10 @@ struct olla_ilp {
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
     validate(p);
     const auto& solver = backend.available() ? backend : ctx.solver;
-    const auto limit = ctx.time_limit_or(time_limit_s);
+    const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm start and solve
+    const auto clock = deadline::after(limit > 0 ? limit : -1.0);
     const auto relaxed = detail::without_capacity(p);
-    auto heur = warm_start.place(relaxed, ctx);
+    auto heur = warm_start.place(relaxed, solver::warm_start_context(ctx, limit, solver.available()));
     if (auto bad = check(relaxed, heur))
       throw error(errc::invalid_plan, "place::olla_ilp: warm-start placer '" + warm_start.name() + "' returned an invalid placement: " + *bad);
     const auto lb0 = std::max(arena_lower_bound(p), heur.lower_bound);
@@ -172,8 +175,9 @@ struct olla_ilp {
       m.set_start(x0);
       started = true;
     }
-    solver::options so;
-    so.time_limit = limit > 0 ? limit : solver::infinity;
+    auto within = solver::options_within(clock, limit);
+    if (!within) return fallback("the time limit of " + std::to_string(limit) + " s was spent before the solve");
+    auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;

@@ -48,9 +48,10 @@ struct chain_dp {
     for (const auto& k : su.c.cuts) cut_bytes += k.bytes;
     std::vector<detail::candidate> cs;
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));  // none by default; the first budget always runs
+    step_pacer pace(clock);  // a budget starts only while the time left covers the longest one so far
     // Budgets from nothing to every cut: the DP decides within each; the real plan decides among them.
     for (double f : {0.0, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8, 3.0 / 16, 1.0 / 4, 3.0 / 8, 1.0 / 2, 3.0 / 4, 1.0}) {
-      if (!cs.empty() && clock.expired()) break;
+      if (!pace.next()) break;
       const auto B = static_cast<std::int64_t>(f * static_cast<double>(cut_bytes));
       const auto unit = std::max<std::int64_t>(1, (B + slots - 1) / slots);
       std::vector<std::int32_t> units;
@@ -64,7 +65,7 @@ struct chain_dp {
       cand.what = "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)";
       cs.push_back(std::move(cand));
     }
-    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict, 3, clock);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " budgets tried");
   }

@@ -73,6 +73,7 @@
 #include <memplan/core/verify.hpp>
 #include <memplan/remat/none.hpp>
 #include <memplan/solver/milp.hpp>
+#include <memplan/solver/stage_time.hpp>
 
 namespace memplan::remat {
 
@@ -578,7 +579,8 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
 // The other storages are kept from their production to the last stage that reads them. Storages whose
 // recompute would clash with a kept one (a multi-output or in-place op writing into another storage)
 // are kept instead. A low-memory warm start and fallback; nullopt when it finds no consistent plan.
-inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkmate_facts& f) {
+// Past `clock`, no new attempt starts (nullopt).
+inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkmate_facts& f, const deadline& clock = deadline::never()) {
   const auto n = f.n;
   const auto ns = static_cast<std::size_t>(p.num_storages());
   std::vector<std::uint8_t> drop(ns, 0);
@@ -590,6 +592,7 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     drop[su] = ok ? 1 : 0;
   }
   for (std::size_t attempt = 0; attempt <= ns; ++attempt) {
+    if (attempt > 0 && clock.expired()) return std::nullopt;
     staged_plan sp(n, f.nt());
     std::vector<std::int32_t> keep_until(static_cast<std::size_t>(f.nt()), -1);
     for (tensor_id v = 0; v < f.nt(); ++v)
@@ -1106,7 +1109,7 @@ struct checkmate_ilp {
   static constexpr stage_kind kind = stage_kind::checkpointer;
 
   solver::any_backend backend{};            // none: plan_context::solver; neither: falls back to the warm start (with a note)
-  double time_limit_s = 30.0;               // wall clock for the MILP solve (ctx.time_limit_s overrides)
+  double time_limit_s = 30.0;               // wall clock for the stage: warm starts and MILP solve (ctx.time_limit_s overrides)
   double relative_gap = 1e-4;               // stop when (incumbent - bound) / incumbent <= this
   int threads = 1;                          // > 1: CBC's parallel search, results may depend on timing
   int verbosity = 0;                        // the backend's log level
@@ -1123,7 +1126,8 @@ struct checkmate_ilp {
   }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    const auto clock = deadline::never();
+    const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm starts and solve
+    const auto clock = deadline::after(limit > 0 ? limit : -1.0);
     const auto records = tl.stages;
     auto finish = [&](timeline out, const std::string& note) {
       out.stages = records;
@@ -1166,8 +1170,10 @@ struct checkmate_ilp {
     std::vector<candidate> cands;
     std::string warm_summary;
     bool warm_ok = false;
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    const bool will_solve = solver.available() && f.n <= max_ops;
     {
-      auto w = warm_start.run(p, tl, ctx);
+      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve));
       std::string wnote;
       for (std::size_t k = records.size(); k < w.stages.size(); ++k)
         if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
@@ -1182,7 +1188,9 @@ struct checkmate_ilp {
         warm_ok = true;
       }
     }
-    if (auto od = detail::on_demand_plan(p, f)) {
+    // Without a solve to follow, the on-demand plan only matters when no candidate fits yet.
+    auto fits_already = [&] { return std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; }); };
+    if (auto od = clock.expired() || (!will_solve && fits_already()) ? std::nullopt : detail::on_demand_plan(p, f, clock)) {
       timeline t2 = tl;
       try {
         detail::staged_to_timeline(p, f, *od, t2);
@@ -1214,7 +1222,6 @@ struct checkmate_ilp {
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
     };
 
-    const auto& solver = backend.available() ? backend : ctx.solver;
     if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
     if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
     detail::checkmate_model mm(p, f, target);
@@ -1260,10 +1267,9 @@ struct checkmate_ilp {
     }
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
-    solver::options so;
-    const auto limit = ctx.time_limit_or(time_limit_s);
-    so.time_limit = limit > 0 ? limit : solver::infinity;
-    if (limit == 0) so.node_limit = 0;
+    auto within = solver::options_within(clock, limit);
+    if (!within) return fallback(shape + "; the time limit of " + detail::ckm_num(limit) + " s was spent before the solve");
+    auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -110,7 +111,10 @@ struct candidate {
 // When no candidate meets the target on its own, the few with the lowest peaks run again with DTR
 // eviction above the target (remat/engine.hpp) -- a safety net for the last bytes, tried on few
 // candidates because eviction under a tight target is the expensive part.
-inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3);
+// With a deadline, the first rerun always runs (it is what makes a plan meet the target at all), the
+// others only while time is left.
+inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3,
+                            const deadline& clock = deadline::never());
 
 // The plan to return among candidates: the cheapest that meets the target; without one that does, or
 // without a target, the lowest peak (then the cheapest).
@@ -129,7 +133,8 @@ inline std::size_t choose(const std::vector<candidate>& cs, std::int64_t target)
   return best;
 }
 
-inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries) {
+inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries,
+                            const deadline& clock) {
   if (!evict || target == std::numeric_limits<std::int64_t>::max()) return;
   for (const auto& c : cs)
     if (c.tl.peak <= target) return;
@@ -137,9 +142,11 @@ inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::in
   for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return cs[a].tl.peak < cs[b].tl.peak; });
   const auto n = std::min(tries, idx.size());
-  for (std::size_t k = 0; k < n; ++k) {
+  bool reran = false;
+  for (std::size_t k = 0; k < n && !(reran && clock.expired()); ++k) {
     const auto& base = cs[idx[k]];
     if (!base.rerun) continue;
+    reran = true;
     candidate c{base.rerun(true), 0.0, base.what + ", then eviction under the target", {}};
     c.cost = recompute_cost(e, c.tl);
     cs.push_back(std::move(c));
@@ -216,6 +223,9 @@ struct chen_budget {
       return tl;
     }
     const auto target = detail::target_of(ctx);
+    // Each attempt is one engine replay; past the deadline no new one starts (the first always runs).
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    step_pacer pace(clock);  // an attempt starts only while the time left covers the longest one so far
     std::vector<detail::candidate> cs;
     auto attempt = [&](double B) {
       auto a = detail::chen_alg3(su.c, B);
@@ -229,9 +239,11 @@ struct chen_budget {
       cs.push_back(std::move(c));
       return a;
     };
+    (void)pace.next();
     const auto a0 = attempt(0.0);
     const double B = std::sqrt(static_cast<double>(a0.x) * static_cast<double>(a0.y));
-    for (std::int32_t g = 0; g < grid; ++g)
+    bool more = true;
+    for (std::int32_t g = 0; g < grid && (more = pace.next()); ++g)
       attempt(B / std::sqrt(2.0) * std::pow(2.0, static_cast<double>(g) / std::max(1, grid - 1)));
     // Beyond Appendix A's grid: a sweep over B from one result to all of them (the exact peak of each
     // plan decides, so the estimate behind B = sqrt(x y) need not be right).
@@ -239,11 +251,12 @@ struct chen_budget {
     for (auto s : su.c.produced) lo = std::min(lo, static_cast<double>(p.storage_bytes(s)));
     const double hi = static_cast<double>(su.c.forward_bytes);
     if (lo < hi)
-      for (std::int32_t g = 0; g <= sweep; ++g) attempt(lo * std::pow(hi / lo, static_cast<double>(g) / std::max(1, sweep)));
+      for (std::int32_t g = 0; g <= sweep && more && (more = pace.next()); ++g) attempt(lo * std::pow(hi / lo, static_cast<double>(g) / std::max(1, sweep)));
     // And evenly spaced boundaries around sqrt(n) segments (chen_sqrt's choice among them).
     const auto m = static_cast<std::int32_t>(su.c.cuts.size());
     const auto root = std::max(1.0, std::sqrt(static_cast<double>(m + 1)));
     for (double f : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
+      if (!more || !(more = pace.next())) break;
       const auto stride = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(root * f)));
       detail::segment_policy pol(su.c, detail::every_kth_cut(su.c, stride), su.cheap_or_null());
       detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
@@ -252,9 +265,10 @@ struct chen_budget {
       c.what = "every " + std::to_string(stride) + " split points a boundary";
       cs.push_back(std::move(c));
     }
-    detail::evict_if_needed(cs, su.e, target, evict);
+    detail::evict_if_needed(cs, su.e, target, evict, 3, clock);
     const auto k = detail::choose(cs, target);
-    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " budgets tried");
+    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e,
+                          std::to_string(cs.size()) + " budgets tried" + (more ? "" : " (time limit reached)"));
   }
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -61,6 +62,12 @@ struct greedy {
         if (c.droppable(s) && e.until(p.storage_root(s)) > 0)
           rank.push_back({e.cost(p.storage_allocator(s)) / static_cast<double>(p.storage_bytes(s)), s});
     std::stable_sort(rank.begin(), rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    // Each attempt is one engine replay; an attempt starts only while the time left covers the longest
+    // one so far (step_pacer), except the first and, when nothing met the target yet, one eviction run
+    // (the safety net that reaches it).
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    step_pacer pace(clock);
+    bool cut = false;
     std::vector<detail::candidate> cs;
     auto attempt = [&](std::size_t k, bool with_eviction) {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
@@ -75,8 +82,9 @@ struct greedy {
     };
     // The shortest prefix that meets the target by drops alone (the peak falls as the prefix grows).
     std::size_t lo = 0, hi = rank.size();
+    (void)pace.next();
     if (!rank.empty() && attempt(hi, false) <= target) {
-      while (lo < hi) {
+      while (lo < hi && !(cut = !pace.next())) {
         const auto mid = lo + (hi - lo) / 2;
         if (attempt(mid, false) <= target) hi = mid;
         else lo = mid + 1;
@@ -86,12 +94,24 @@ struct greedy {
     }
     if (evict) {
       // Eviction from there and from shorter prefixes: drops it need not make.
-      for (std::size_t k : {std::size_t{0}, lo / 4, lo / 2, 3 * lo / 4, lo}) attempt(k, true);
+      const bool fits = std::any_of(cs.begin(), cs.end(), [&](const detail::candidate& c) { return c.tl.peak <= target; });
+      step_pacer pace_evict(clock);  // eviction runs cost more than plain ones: paced on their own
+      bool first = !fits;
+      for (std::size_t k : {std::size_t{0}, lo / 4, lo / 2, 3 * lo / 4, lo}) {
+        const bool go = pace_evict.next();  // (also times the previous run)
+        if (!first && (!go || clock.expired())) {
+          cut = true;
+          break;
+        }
+        first = false;
+        attempt(k, true);
+      }
     }
     const auto best = detail::choose(cs, target);
     const bool missed = cs[best].tl.peak > target;
     return detail::finish(tl, std::move(cs[best]), kind, name(), e,
-                          std::to_string(cs.size()) + " plans tried" + (missed ? "; the target was not reached" : ""));
+                          std::to_string(cs.size()) + " plans tried" + (cut ? " (time limit reached)" : "") +
+                              (missed ? "; the target was not reached" : ""));
   }
 };
 

@@ -56,6 +56,7 @@
 #include <memplan/remat/checkmate_ilp.hpp>
 #include <memplan/remat/monet_greedy.hpp>
 #include <memplan/solver/milp.hpp>
+#include <memplan/solver/stage_time.hpp>
 
 namespace memplan::remat {
 
@@ -87,7 +88,7 @@ struct monet_ilp {
   static constexpr stage_kind kind = stage_kind::checkpointer;
 
   solver::any_backend backend{};       // none: plan_context::solver; neither: falls back to the warm start (with a note)
-  double time_limit_s = 30.0;          // wall clock for the MILP solve (ctx.time_limit_s overrides)
+  double time_limit_s = 30.0;          // wall clock for the stage: warm starts and MILP solve (ctx.time_limit_s overrides)
   double relative_gap = 1e-4;          // stop when (incumbent - bound) / incumbent <= this
   int threads = 1;                     // > 1: CBC's parallel search, results may depend on timing
   int verbosity = 0;                   // the backend's log level
@@ -106,7 +107,8 @@ struct monet_ilp {
   }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    const auto clock = deadline::never();
+    const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm starts and solve
+    const auto clock = deadline::after(limit > 0 ? limit : -1.0);
     const auto records = tl.stages;
     auto finish = [&](timeline out, const std::string& note) {
       out.stages = records;
@@ -140,8 +142,10 @@ struct monet_ilp {
     std::vector<candidate> cands;
     std::string warm_summary;
     bool warm_ok = false;
+    const auto& solver = backend.available() ? backend : ctx.solver;
+    const bool will_solve = solver.available() && f.n <= max_ops;
     {
-      auto w = warm_start.run(p, tl, ctx);
+      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve));
       std::string wnote;
       for (std::size_t k = records.size(); k < w.stages.size(); ++k)
         if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
@@ -155,7 +159,9 @@ struct monet_ilp {
         warm_ok = true;
       }
     }
-    if (auto od = detail::on_demand_plan(p, f)) {
+    // Without a solve to follow, the on-demand plan only matters when no candidate fits yet.
+    auto fits_already = [&] { return std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; }); };
+    if (auto od = clock.expired() || (!will_solve && fits_already()) ? std::nullopt : detail::on_demand_plan(p, f, clock)) {
       for (int variant = 0; variant < 2; ++variant) {
         auto sp = *od;
         for (std::int32_t t = 0; t < f.n; ++t)
@@ -189,7 +195,6 @@ struct monet_ilp {
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary));
     };
 
-    const auto& solver = backend.available() ? backend : ctx.solver;
     if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
     if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
     detail::checkmate_model mm(p, f, target);
@@ -234,10 +239,9 @@ struct monet_ilp {
     }
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
-    solver::options so;
-    const auto limit = ctx.time_limit_or(time_limit_s);
-    so.time_limit = limit > 0 ? limit : solver::infinity;
-    if (limit == 0) so.node_limit = 0;
+    auto within = solver::options_within(clock, limit);
+    if (!within) return fallback(shape + "; the time limit of " + detail::ckm_num(limit) + " s was spent before the solve");
+    auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;

@@ -68,15 +68,17 @@ struct revolve {
     } else {
       // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target.
       std::int32_t lo = 0, hi = std::min(max_snapshots, m);
+      step_pacer pace(clock);
+      (void)pace.next();
       if (attempt(lo) <= target) {
-        while (lo < hi && !clock.expired()) {
+        while (lo < hi && pace.next()) {
           const auto mid = lo + (hi - lo + 1) / 2;
           if (attempt(mid) <= target) lo = mid;
           else hi = mid - 1;
         }
       }
     }
-    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
+    detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict, 3, clock);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " snapshot counts tried");
   }

@@ -46,16 +46,22 @@ struct default_scheduler {
   [[nodiscard]] std::string name() const { return "default"; }
 
   [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
-    const auto clock = deadline::never();
+    // The time limit covers the whole stage: the list heuristics (all of them run unless the clock has
+    // stopped after the first) and the local search, which gets what they left.
+    const auto limit = ctx.time_limit_or(time_limit_s);
+    const auto clock = deadline::after(limit);
     schedule_result best;
     const auto lb = ctx.order_bound(p);
-    const auto limit = ctx.time_limit_or(time_limit_s);
     bool has_updates = false;
     for (op_id o = 0; o < p.num_ops() && !has_updates; ++o) has_updates = p.phase(o) == op_phase::update;
     std::string tried;
     // The two best distinct orders (lowest peak first; ties: the earlier heuristic).
     std::vector<schedule_result> top;
     for (const auto& h : default_heuristics(has_updates)) {
+      if (!top.empty() && clock.expired()) {
+        tried += " (time limit reached)";
+        break;
+      }
       auto r = h.run(p);
       tried += (tried.empty() ? "" : ", ") + r.policy + "=" + std::to_string(r.peak);
       report(ctx.progress, "default", r.policy, clock.elapsed(), r.peak, lb);
@@ -94,13 +100,14 @@ struct default_scheduler {
       // Local search from each of the two best orders, half the budget each: the best start is
       // not always the best basin (measured on efficientnet_b0).
       local_search_options lo;
-      lo.time_limit_s = limit < 0 ? -1.0 : limit / static_cast<double>(top.size());
       lo.max_iterations = max_iterations / static_cast<std::int64_t>(top.size());
       lo.seed = seed;
       const auto before = best.peak;
       std::int64_t moves = 0;
       bool time_hit = false;
       for (std::size_t k = 0; k < top.size(); ++k) {
+        // Each start gets an even share of what is left (a start may end early at its move budget).
+        lo.time_limit_s = clock.limited() ? clock.seconds_left() / static_cast<double>(top.size() - k) : -1.0;
         auto im = detail::improve_order(p, top[k].order, lo, lb, ctx, "default");
         moves += im.iterations;
         time_hit |= im.time_limit_hit;

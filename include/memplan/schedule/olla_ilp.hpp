@@ -60,6 +60,7 @@
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/early_updates.hpp>
 #include <memplan/solver/milp.hpp>
+#include <memplan/solver/stage_time.hpp>
 
 namespace memplan::schedule {
 
@@ -414,7 +415,7 @@ inline std::string olla_num(double x) {
 
 struct olla_ilp {
   solver::any_backend backend{};               // none: plan_context::solver; neither: falls back to warm_start (with a note)
-  double time_limit_s = 30.0;                  // wall clock for the MILP solve (the warm start runs before)
+  double time_limit_s = 30.0;                  // wall clock for the stage: warm start (a quarter) and MILP solve
   double relative_gap = 1e-4;                  // stop when (incumbent - bound) / incumbent <= this
   int threads = 1;                             // > 1: CBC's parallel search, results may depend on timing
   int verbosity = 0;                           // the backend's log level
@@ -445,10 +446,10 @@ struct olla_ilp {
   }
 
   [[nodiscard]] schedule_result run(const problem& p, const plan_context& ctx = {}) const {
-    const auto clock = deadline::never();
     const auto& solver = backend.available() ? backend : ctx.solver;
-    const auto limit = ctx.time_limit_or(time_limit_s);
-    auto heur = warm_start.run(p, ctx);
+    const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm start and solve
+    const auto clock = deadline::after(limit > 0 ? limit : -1.0);
+    auto heur = warm_start.run(p, solver::warm_start_context(ctx, limit, solver.available() && p.num_ops() <= max_ops));
     if (auto bad = check_topological(p, heur.order))
       throw error(errc::invalid_plan, "schedule::olla_ilp: warm-start scheduler '" + warm_start.name() +
                                           "' returned an invalid order: " + *bad);
@@ -502,8 +503,9 @@ struct olla_ilp {
                               " constraints, unit " + std::to_string(mm.unit()) + " B";
     report(ctx.progress, name(), "solving: " + shape, clock.elapsed(), start_peak, lbp);
 
-    solver::options so;
-    so.time_limit = limit > 0 ? limit : solver::infinity;
+    auto within = solver::options_within(clock, limit);
+    if (!within) return fallback(shape + "; the time limit of " + std::to_string(limit) + " s was spent before the solve");
+    auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
+
 namespace memplan::place::detail {
 
 class min_cost_flow {
@@ -27,14 +29,18 @@ class min_cost_flow {
 
   [[nodiscard]] std::int64_t flow_on(int edge) const { return cap_[static_cast<std::size_t>(edge ^ 1)]; }
 
-  // Sends up to `limit` units from s to t at minimum cost; returns (flow, cost).
-  std::pair<std::int64_t, std::int64_t> run(int s, int t, std::int64_t limit) {
+  // Sends up to `limit` units from s to t at minimum cost; returns (flow, cost). Past `until` no new
+  // phase starts (the first always runs): the flow sent so far is a minimum-cost flow of its value.
+  std::pair<std::int64_t, std::int64_t> run(int s, int t, std::int64_t limit, const deadline& until = deadline::never()) {
     const auto N = head_.size();
     std::vector<std::int64_t> pot(N, 0), dist(N);
     std::int64_t flow = 0, cost = 0;
     constexpr auto inf = std::numeric_limits<std::int64_t>::max() / 4;
     using item = std::pair<std::int64_t, int>;
+    bool first = true;
     while (flow < limit) {
+      if (!first && until.expired()) break;
+      first = false;
       std::fill(dist.begin(), dist.end(), inf);
       std::priority_queue<item, std::vector<item>, std::greater<>> pq;
       dist[static_cast<std::size_t>(s)] = 0;
