@@ -47,19 +47,22 @@ int main(int argc, char** argv) try {
 
   // Recomputation: the same training step in half of the plan's peak, trading compute for memory.
   const auto sched = schedule::default_scheduler{};
+  // Each op keeps its default kernel, so that one eager run is the reference for both plans (the
+  // default checkpointer would otherwise choose among the engine's kernels: tests/ad_planned does that).
+  const remat::default_checkpointer ckpt{.choose_implementations = false};
   plan_context half{.budget = plan.stats.peak / 2, .alignment = ad::plan_alignment};
   memory_plan remat_plan;
   try {
-    remat_plan = memplan::plan(prob, sched | remat::default_checkpointer{} | place::default_placer{}, half);
+    remat_plan = memplan::plan(prob, sched | ckpt | place::default_placer{}, half);
   } catch (const error& e) {
     if (e.code() != errc::infeasible) throw;
     std::printf("half of the peak cannot be met (%s); using the smallest budget memplan meets\n", e.what());
     plan_context ctx{.alignment = ad::plan_alignment};
-    const auto pts = remat::frontier(prob, sched, remat::default_checkpointer{}, place::default_placer{}, {.points = 6}, ctx);
+    const auto pts = remat::frontier(prob, sched, ckpt, place::default_placer{}, {.points = 6}, ctx);
     half.budget = pts.back().budget;
     for (const auto& f : pts)
       if (f.budget >= 0 && f.budget < half.budget) half.budget = f.budget;
-    remat_plan = memplan::plan(prob, sched | remat::default_checkpointer{} | place::default_placer{}, half);
+    remat_plan = memplan::plan(prob, sched | ckpt | place::default_placer{}, half);
   }
 
   ad::eager_runner eager(m.step);

@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
     for (op_id o = 0; o < p.num_ops(); ++o) c0 += p.cost(o);
     const double lo = std::max(0.05, static_cast<double>(p.resident_bytes()) / static_cast<double>(base.peak));
     const auto recompute = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
-      return run_stage(q, t, remat::default_checkpointer{}, ctx_for(b, limit));
+      return run_stage(q, t, remat::default_checkpointer{.choose_implementations = false}, ctx_for(b, limit));
     }, iters + 2, lo);
     const auto greedy = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
       return run_stage(q, t, remat::monet_greedy{}, ctx_for(b, limit));
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     result ckd, cko, mono;
     const bool small = p.num_ops() <= 120;
     if (ilp && small) {
-      const remat::checkmate_ilp ck{.warm_start = remat::default_checkpointer{}};
+      const remat::checkmate_ilp ck{.warm_start = remat::best_solver_free{}};
       ckd = least_memory(p, base, c0, [&](const problem& q, const timeline& t, std::int64_t b) {
         return run_stage(q, t, ck, ctx_for(b, limit));
       }, iters, lo);

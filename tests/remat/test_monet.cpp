@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <memplan/registry/checkpointers.hpp>
+#include <memplan/remat/best_solver_free.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/greedy.hpp>
 #include <memplan/remat/monet_greedy.hpp>
@@ -106,7 +107,7 @@ TEST_CASE("monet_greedy: every plan verifies, most budgets down to the least fea
       if (out.peak <= b) ++met;
       // Against the default checkpointer over one fixed choice: no costlier wherever that one fits.
       for (const auto& fixed : {fast, lean}) {
-        const auto alone = remat::default_checkpointer{}.run(p, fixed, ctx);
+        const auto alone = remat::default_checkpointer{.choose_implementations = false}.run(p, fixed, ctx);
         if (alone.peak > b) continue;
         CHECK(out.peak <= b);
         CHECK(remat::total_step_cost(p, out) <= remat::total_step_cost(p, alone) + 1e-9);
@@ -136,9 +137,34 @@ TEST_CASE("monet_greedy without a target or without alternatives: fastest implem
   const auto q = make_problem(testing::training_chain(3, {.layers = 3}));
   const auto tq = given_timeline(q);
   const auto a = remat::monet_greedy{}.run(q, tq, with_target(tq.peak * 4 / 5));
-  const auto d = remat::default_checkpointer{}.run(q, tq, with_target(tq.peak * 4 / 5));
+  const auto d = remat::default_checkpointer{.choose_implementations = false}.run(q, tq, with_target(tq.peak * 4 / 5));
   CHECK(a.steps == d.steps);
   CHECK(a.stages.back().note.find("no implementation alternatives") != std::string::npos);
+}
+
+TEST_CASE("default_checkpointer: monet_greedy over best_solver_free on graphs with implementations, best_solver_free otherwise") {
+  plan_context ctx = with_target(0);
+  ctx.deterministic = true;  // equal searches give equal plans
+  const auto p = testing::with_implementations(make_problem(testing::training_chain(11, {.layers = 4})), 9, 3);
+  const auto tl = given_timeline(p);
+  ctx.memory_target = tl.peak * 3 / 4;
+  const auto d = remat::default_checkpointer{}.run(p, tl, ctx);
+  const auto g = remat::monet_greedy{}.run(p, tl, ctx);  // its inner checkpointer: best_solver_free
+  CHECK(violation_of(p, d) == "<valid>");
+  CHECK(d.steps == g.steps);
+  CHECK(d.stages.back().name == "default(monet_greedy)");
+  CHECK(d.stages.back().note.rfind("default: implementations chosen", 0) == 0);
+  // Kept off: every op on the implementation the timeline gives it (its own), as best_solver_free.
+  const auto k = remat::default_checkpointer{.choose_implementations = false}.run(p, tl, ctx);
+  const auto b = remat::best_solver_free{}.run(p, tl, ctx);
+  CHECK(k.steps == b.steps);
+  CHECK(remat::implementations_changed(p, k) == remat::implementations_changed(p, tl));
+  CHECK(k.stages.back().name.rfind("default(", 0) == 0);
+  CHECK(b.stages.back().name.rfind("best_solver_free(", 0) == 0);
+  // A graph without alternatives: exactly best_solver_free.
+  const auto q = make_problem(testing::training_chain(3, {.layers = 3}));
+  const auto tq = given_timeline(q);
+  CHECK(remat::default_checkpointer{}.run(q, tq, ctx).steps == remat::best_solver_free{}.run(q, tq, ctx).steps);
 }
 
 TEST_CASE("monet_ilp without a MILP backend returns the joint heuristic's plan and says so, registered by name") {

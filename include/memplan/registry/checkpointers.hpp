@@ -19,7 +19,7 @@ inline const registry<any_checkpointer>& checkpointers() {
     using namespace remat;
     registry<any_checkpointer> g("checkpointer");
     g.add("none", "recompute nothing", [] { return any_checkpointer(none{}); });
-    g.add("default", "best of the solver-free checkpointers that meets the budget at the least recompute cost",
+    g.add("default", "best of the solver-free checkpointers that meets the budget at the least recompute cost; on graphs with implementation alternatives, monet_greedy over it (each op's implementation chosen too)",
           [] { return any_checkpointer(default_checkpointer{}); });
     g.add("greedy", "evict the cheapest value per byte-step to its next use above the budget (DTR), recompute just in time",
           [] { return any_checkpointer(greedy{}); });
@@ -34,8 +34,8 @@ inline const registry<any_checkpointer>& checkpointers() {
           [] { return any_checkpointer(revolve{}); });
     g.add("chain_dp", "optimal dynamic program on the heterogeneous chain of segments (rotor)",
           [] { return any_checkpointer(chain_dp{}); });
-    g.add("checkmate_ilp", "Checkmate MILP over the order with the context's solver (CBC): least recompute cost; the default checkpointer's plan without one",
-          [] { return any_checkpointer(checkmate_ilp{.warm_start = default_checkpointer{}}); });
+    g.add("checkmate_ilp", "Checkmate MILP over the order with the context's solver (CBC): least recompute cost; best_solver_free's plan without one",
+          [] { return any_checkpointer(checkmate_ilp{.warm_start = best_solver_free{}}); });
     g.add("monet_greedy", "operator implementations chosen with recomputation, solver-free: fastest implementation that fits the memory left, then the default checkpointer (MONeT §4 heuristic)",
           [] { return any_checkpointer(monet_greedy{}); });
     g.add("monet_ilp", "MONeT's 0-1 program: recomputation and every op's implementation jointly, least total cost, with the context's solver (CBC); monet_greedy's plan without one",

@@ -1,74 +1,38 @@
 #pragma once
-// remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named:
-// the best plan of the solver-free checkpointers within a time budget. They run while time is left,
-// fast ones first (Chen's Alg. 3 segments, then greedy's fine-grained eviction, Chen's segments with
-// the cheap-results rule, the chain DP and revolve); the winner is the first plan
-// that meets the memory target at the least recompute cost (best_of's rule for checkpointers), and
-// without a target the timeline is returned unchanged. Deterministic in deterministic mode (all run).
-#include <algorithm>
-#include <cstdio>
+// remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named.
+// Over fixed implementations: remat::best_solver_free (the best plan of the solver-free checkpointers
+// within the time budget, least recompute cost). On a graph whose ops list implementation
+// alternatives (MONeT's algorithms): remat::monet_greedy over best_solver_free, which chooses every
+// op's implementation together with the recomputation (least total step cost). Set
+// choose_implementations = false to keep each op's own implementation.
 #include <string>
-#include <vector>
 
-#include <memplan/base/deadline.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
-#include <memplan/remat/chain_dp.hpp>
-#include <memplan/remat/chen.hpp>
-#include <memplan/remat/detail.hpp>
-#include <memplan/remat/greedy.hpp>
-#include <memplan/remat/revolve.hpp>
+#include <memplan/remat/best_solver_free.hpp>
+#include <memplan/remat/monet_greedy.hpp>
 
 namespace memplan::remat {
 
 struct default_checkpointer {
   static constexpr stage_kind kind = stage_kind::checkpointer;
-  double time_limit_s = 1.0;  // for the whole search (each member runs to completion once started)
+  double time_limit_s = 1.0;                // the search over fixed implementations
+  double implementations_time_limit_s = 2.0;  // the joint search on graphs with implementation alternatives
+  bool choose_implementations = true;       // false: best_solver_free on every graph
   [[nodiscard]] std::string name() const { return "default"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    const auto target = detail::target_of(ctx);
-    if (target == std::numeric_limits<std::int64_t>::max() || tl.peak <= target) {
-      tl.stages.push_back({kind, name(), 0.0, "default: the peak meets the target (or there is none): nothing recomputed"});
-      return tl;
+    if (!choose_implementations || !has_implementations(p))
+      return best_solver_free{.time_limit_s = time_limit_s}.run_as(p, std::move(tl), ctx, name());
+    const auto records = tl.stages.size();
+    auto out = monet_greedy{.inner = best_solver_free{.time_limit_s = time_limit_s}, .time_limit_s = implementations_time_limit_s}.run(p, std::move(tl), ctx);
+    if (out.stages.size() > records) {
+      auto& r = out.stages.back();
+      r.name = name() + "(" + r.name + ")";
+      r.note = name() + ": implementations chosen with the recomputation; " + r.note;
     }
-    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
-    ::memplan::remat::detail::engine e(p, tl);
-    std::vector<detail::candidate> cs;
-    std::string tried;
-    auto consider = [&](auto stage) {
-      if (!cs.empty() && clock.expired()) return;
-      // Each member searches within what is left of the budget (in deterministic mode: its own work limits).
-      auto sub = ctx;
-      if (!ctx.deterministic && !cs.empty()) sub.time_limit_s = std::max(0.0, std::min(clock.seconds_left(), 1e9));
-      auto out = stage.run(p, tl, sub);
-      detail::candidate c{std::move(out), 0.0, {}};
-      c.cost = detail::recompute_cost(e, c.tl);
-      c.what = c.tl.stages.empty() ? stage.name() : c.tl.stages.back().note;
-      char cost[32];
-      std::snprintf(cost, sizeof cost, "%.4g", c.cost);
-      tried += (tried.empty() ? "" : ", ") + stage.name() + " peak " + std::to_string(c.tl.peak) + " cost " + cost;
-      cs.push_back(std::move(c));
-    };
-    // Chen's Alg. 3 first: a few replays of the engine, fast on any size (0.06 s on ResNet-50, 0.26 s
-    // on DenseNet-121 at batch 32), and the better plan where the forward chain has clear cuts
-    // (DenseNet-121 at half its peak: 64 % overhead against greedy's 115 %; ResNet-1001: 32.8 %).
-    // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
-    // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
-    consider(chen_budget{});
-    consider(greedy{});
-    consider(chen_budget{.drop_cheap = true});
-    consider(chain_dp{});
-    consider(revolve{});
-    const auto k = detail::choose(cs, target);
-    auto out = std::move(cs[k].tl);
-    auto winner = out.stages.back();
-    out.stages.pop_back();
-    winner.name = "default(" + winner.name + ")";
-    winner.note = "default: " + tried + "; chose " + winner.note;
-    out.stages.push_back(std::move(winner));
     return out;
   }
 };

@@ -9,7 +9,7 @@
 //   1. for each workspace cap c in {infinity, then up to `caps` of the workspaces that occur, largest
 //      first, then 0}: every op takes its fastest alternative with workspace <= c (its least-workspace
 //      one when none is that small);
-//   2. the inner checkpointer (default: remat::default_checkpointer) recomputes over that choice to
+//   2. the inner checkpointer (default: remat::best_solver_free) recomputes over that choice to
 //      meet T -- the engine runs every recompute with the op's chosen implementation;
 //   3. upgrade: with the recomputation fixed, each op takes its fastest alternative whose workspace
 //      fits the memory left at every tick it runs (T minus the live bytes without its workspace), the
@@ -42,7 +42,7 @@
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/remat/checkmate_ilp.hpp>
-#include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/best_solver_free.hpp>
 #include <memplan/remat/detail.hpp>
 
 namespace memplan::remat {
@@ -147,7 +147,7 @@ inline void upgrade_impls(const problem& p, timeline& tl, const std::vector<std:
 struct monet_greedy {
   static constexpr stage_kind kind = stage_kind::checkpointer;
 
-  any_checkpointer inner = default_checkpointer{};  // recomputes over a fixed choice of implementations
+  any_checkpointer inner = best_solver_free{};     // recomputes over a fixed choice of implementations
   bool one_impl_per_op = true;                      // computation and recomputations of an op run one implementation
   std::int32_t caps = 6;                            // workspace caps tried in step 1 besides infinity and 0
   std::int32_t rounds = 2;                          // step 4
@@ -203,11 +203,17 @@ struct monet_greedy {
       tried += (tried.empty() ? "" : ", ") + os.str();
       cs.push_back(std::move(c));
     };
+    // The inner runs planned (step 1's choices and step 4's rounds; set below): each gets an even share
+    // of what is left of the clock, so the whole search stays within it.
+    std::int32_t planned = 2 + std::max(0, caps) + std::max(0, rounds), done = 0;
     auto consider = [&](const std::vector<std::int32_t>& impl, const std::string& what) {
       timeline t0 = base;
       detail::set_impls(p, t0, impl);
       plain_fits = t0.peak <= target;
-      add(plain_fits ? std::move(t0) : inner.run(p, std::move(t0), ctx), what);
+      auto sub = ctx;
+      if (clock.limited()) sub.time_limit_s = clock.seconds_left() / std::max(1, planned - done);
+      ++done;
+      add(plain_fits ? std::move(t0) : inner.run(p, std::move(t0), sub), what);
     };
     auto best = [&]() -> std::size_t {
       std::size_t b = 0;
@@ -241,12 +247,15 @@ struct monet_greedy {
     for (std::size_t j = 0; j < k; ++j) capv.push_back(ws[(j * ws.size()) / std::max<std::size_t>(k, 1)]);
     capv.push_back(0);
     capv.erase(std::unique(capv.begin(), capv.end()), capv.end());
+    planned = 1 + static_cast<std::int32_t>(capv.size()) + std::max(0, rounds);
+    step_pacer pace(clock);  // a choice starts only while the time left covers the longest one so far
+    (void)pace.next();      // (the first choice, above, is not timed: it may end early when it fits)
     for (auto c : capv) {
-      if (clock.expired()) break;
+      if (!pace.next()) break;
       consider(fastest(c), "cap " + std::to_string(c));
     }
     // Step 4: the best choice so far, recomputed over again.
-    for (std::int32_t r = 0; r < rounds && !clock.expired(); ++r) {
+    for (std::int32_t r = 0; r < rounds && pace.next(); ++r) {
       const auto b = best();
       std::vector<std::int32_t> impl(n, -1);
       for (const auto& s : cs[b].tl.steps)
@@ -262,7 +271,7 @@ struct monet_greedy {
       timeline t0 = base;
       detail::set_impls(p, t0, fastest(0));
       const auto f = detail::checkmate_make_facts(p, t0);
-      if (auto od = detail::on_demand_plan(p, f)) {
+      if (auto od = detail::on_demand_plan(p, f, clock)) {  // its first attempt always runs
         try {
           detail::staged_to_timeline(p, f, *od, t0);
           add(std::move(t0), "on-demand");
