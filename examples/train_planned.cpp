@@ -47,9 +47,9 @@ int main(int argc, char** argv) try {
 
   // Recomputation: the same training step in half of the plan's peak, trading compute for memory.
   const auto sched = schedule::default_scheduler{};
-  // Each op keeps its default kernel, so that one eager run is the reference for both plans (the
-  // default checkpointer would otherwise choose among the engine's kernels: tests/ad_planned does that).
-  const remat::default_checkpointer ckpt{.choose_implementations = false};
+  // Each op keeps its default kernel (choose_implementations off, the default), so that one eager run is
+  // the reference for both plans; tests/ad_planned trains under plans that choose kernels.
+  const remat::default_checkpointer ckpt{};
   plan_context half{.budget = plan.stats.peak / 2, .alignment = ad::plan_alignment};
   memory_plan remat_plan;
   try {

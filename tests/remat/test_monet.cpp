@@ -142,20 +142,20 @@ TEST_CASE("monet_greedy without a target or without alternatives: fastest implem
   CHECK(a.stages.back().note.find("no implementation alternatives") != std::string::npos);
 }
 
-TEST_CASE("default_checkpointer: monet_greedy over best_solver_free on graphs with implementations, best_solver_free otherwise") {
+TEST_CASE("default_checkpointer: with choose_implementations, monet_greedy over best_solver_free on graphs with implementations") {
   plan_context ctx = with_target(0);
   ctx.deterministic = true;  // equal searches give equal plans
   const auto p = testing::with_implementations(make_problem(testing::training_chain(11, {.layers = 4})), 9, 3);
   const auto tl = given_timeline(p);
   ctx.memory_target = tl.peak * 3 / 4;
-  const auto d = remat::default_checkpointer{}.run(p, tl, ctx);
+  const auto d = remat::default_checkpointer{.choose_implementations = true}.run(p, tl, ctx);
   const auto g = remat::monet_greedy{}.run(p, tl, ctx);  // its inner checkpointer: best_solver_free
   CHECK(violation_of(p, d) == "<valid>");
   CHECK(d.steps == g.steps);
   CHECK(d.stages.back().name == "default(monet_greedy)");
   CHECK(d.stages.back().note.rfind("default: implementations chosen", 0) == 0);
-  // Kept off: every op on the implementation the timeline gives it (its own), as best_solver_free.
-  const auto k = remat::default_checkpointer{.choose_implementations = false}.run(p, tl, ctx);
+  // Off (the default): every op on the implementation the timeline gives it (its own), as best_solver_free.
+  const auto k = remat::default_checkpointer{}.run(p, tl, ctx);
   const auto b = remat::best_solver_free{}.run(p, tl, ctx);
   CHECK(k.steps == b.steps);
   CHECK(remat::implementations_changed(p, k) == remat::implementations_changed(p, tl));
@@ -164,7 +164,7 @@ TEST_CASE("default_checkpointer: monet_greedy over best_solver_free on graphs wi
   // A graph without alternatives: exactly best_solver_free.
   const auto q = make_problem(testing::training_chain(3, {.layers = 3}));
   const auto tq = given_timeline(q);
-  CHECK(remat::default_checkpointer{}.run(q, tq, ctx).steps == remat::best_solver_free{}.run(q, tq, ctx).steps);
+  CHECK(remat::default_checkpointer{.choose_implementations = true}.run(q, tq, ctx).steps == remat::best_solver_free{}.run(q, tq, ctx).steps);
 }
 
 TEST_CASE("monet_ilp without a MILP backend returns the joint heuristic's plan and says so, registered by name") {

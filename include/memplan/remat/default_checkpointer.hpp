@@ -1,10 +1,11 @@
 #pragma once
 // remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named.
-// Over fixed implementations: remat::best_solver_free (the best plan of the solver-free checkpointers
-// within the time budget, least recompute cost). On a graph whose ops list implementation
-// alternatives (MONeT's algorithms): remat::monet_greedy over best_solver_free, which chooses every
-// op's implementation together with the recomputation (least total step cost). Set
-// choose_implementations = false to keep each op's own implementation.
+// remat::best_solver_free (the best plan of the solver-free checkpointers within the time budget,
+// least recompute cost, each op on the implementation the timeline gives it). With
+// choose_implementations = true, on a graph whose ops list implementation alternatives (MONeT's
+// algorithms): remat::monet_greedy over best_solver_free, which chooses every op's implementation
+// together with the recomputation (least total step cost) -- about a dozen best_solver_free runs, so
+// opt-in (`memplan plan --checkpointer monet_greedy` on the command line).
 #include <string>
 
 #include <memplan/core/context.hpp>
@@ -20,7 +21,7 @@ struct default_checkpointer {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   double time_limit_s = 1.0;                // the search over fixed implementations
   double implementations_time_limit_s = 2.0;  // the joint search on graphs with implementation alternatives
-  bool choose_implementations = true;       // false: best_solver_free on every graph
+  bool choose_implementations = false;      // true: monet_greedy over best_solver_free on graphs with alternatives
   [[nodiscard]] std::string name() const { return "default"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
