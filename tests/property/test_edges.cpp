@@ -187,7 +187,8 @@ TEST_CASE("edges: buffers whose stacked offsets leave int64 are refused or place
   }
 }
 
-TEST_CASE("edges: 100,000 ops in one chain, plain and in place: no recursion limit, linear time") {
+TEST_CASE("edges: 100,000 ops in one chain, plain and in place: no recursion limit") {
+  // The times are printed, not asserted (bench/schedule measures scaling).
   for (bool in_place : {false, true}) {
     INFO(in_place);
     const auto t0 = std::chrono::steady_clock::now();
@@ -197,7 +198,6 @@ TEST_CASE("edges: 100,000 ops in one chain, plain and in place: no recursion lim
     check_plan(p, mp);
     CHECK(mp.stats.peak == (in_place ? 2048 : 3072));
     MESSAGE(std::string(in_place ? "100k-op in-place chain" : "100k-op chain") << ": built in " << built << " s, planned and checked in " << seconds_since(t0) << " s");
-    CHECK(seconds_since(t0) < 60.0);
   }
   // Every scheduler on the plain chain (exact ones refuse it clearly: beyond their size limit).
   const auto p = chain(100000, 1024, false);

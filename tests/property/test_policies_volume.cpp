@@ -18,6 +18,7 @@
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
 
+#include "../support/sanitizer_scale.hpp"
 #include "simulate.hpp"
 #include "training_dag.hpp"
 
@@ -25,15 +26,8 @@
 #define MEMPLAN_PROPERTY_DAGS 10000
 #endif
 // Under AddressSanitizer (the `sanitize` preset) a tenth of the graphs: the same code, ~10x slower.
-#if defined(__SANITIZE_ADDRESS__)
-#define MEMPLAN_PROPERTY_SCALE 10
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MEMPLAN_PROPERTY_SCALE 10
-#endif
-#endif
 #ifndef MEMPLAN_PROPERTY_SCALE
-#define MEMPLAN_PROPERTY_SCALE 1
+#define MEMPLAN_PROPERTY_SCALE (memplan::testing::full_or_sanitized(1, 10))
 #endif
 #ifndef MEMPLAN_PROPERTY_BUFFER_SETS
 #define MEMPLAN_PROPERTY_BUFFER_SETS 1000
