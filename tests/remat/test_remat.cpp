@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <random>
+
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/best_of.hpp>
 #include <memplan/core/pipeline.hpp>
@@ -147,6 +150,35 @@ TEST_CASE("revolve: the engine recomputes exactly what the chain DP counts, on h
     const remat::detail::chain_table none(std::vector<double>(static_cast<std::size_t>(L), 1.0), std::vector<std::int32_t>(static_cast<std::size_t>(L - 1), 1), 0, 128);
     CHECK(none.cost() == L * (L - 1) / 2);
   }
+}
+
+TEST_CASE("chain_table: a table built for B units answers every smaller budget as its own table does") {
+  // revolve builds one table for its most snapshots and reads every count of its search from it.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int cuts = 3 + static_cast<int>(rng() % 40);
+    std::vector<double> cost(static_cast<std::size_t>(cuts) + 1);
+    std::vector<std::int32_t> units(static_cast<std::size_t>(cuts));
+    for (auto& c : cost) c = 1.0 + static_cast<double>(rng() % 9);
+    for (auto& u : units) u = 1 + static_cast<std::int32_t>(rng() % 3);
+    const std::int32_t B = 1 + static_cast<std::int32_t>(rng() % 12), max_points = 8 + static_cast<std::int32_t>(rng() % 40);
+    const remat::detail::chain_table big(cost, units, B, max_points);
+    REQUIRE(big.complete());
+    for (std::int32_t b = 0; b <= B; ++b) {
+      const remat::detail::chain_table own(cost, units, b, max_points);
+      CAPTURE(trial);
+      CAPTURE(b);
+      CHECK(big.cost(b) == own.cost());
+      CHECK(big.initial(b) == own.initial());
+      for (std::int32_t live = -1; live < cuts; live += 3)
+        for (std::int32_t target = live + 1; target < cuts; target += 2)
+          for (std::int32_t free = 0; free <= b; ++free) CHECK(big.during(live, target, free) == own.during(live, target, free));
+    }
+  }
+  // A spent deadline stops the build: the table says it is incomplete.
+  const auto spent = deadline::after(0);
+  const remat::detail::chain_table cut(std::vector<double>(60, 1.0), std::vector<std::int32_t>(59, 1), 8, 64, &spent);
+  CHECK_FALSE(cut.complete());
 }
 
 TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans, meets a budget at least cost") {

@@ -19,6 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
+
 #include <memplan/base/error.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/remat/engine.hpp>
@@ -112,9 +114,15 @@ struct bisection {
 // output (the engine counts exactly these recomputations on such chains). chain_dp uses each
 // segment's cost and each cut's bytes. Chains with more than `max_points` cuts are grouped: every
 // k-th cut is a candidate (targets and snapshots), an approximation the real plan then measures.
+// Entries with b units depend only on entries with b or fewer, so a table built for B units answers
+// every budget up to B exactly as a table built for that budget would (initial(b), during(), cost(b)):
+// revolve's search over snapshot counts builds one table, not one per count.
+// With a deadline the build stops between chain lengths when it expires; complete() then says false
+// and the table must not be used.
 class chain_table {
  public:
-  chain_table(std::vector<double> seg_cost, std::vector<std::int32_t> cut_units, std::int32_t budget_units, std::int32_t max_points) {
+  chain_table(std::vector<double> seg_cost, std::vector<std::int32_t> cut_units, std::int32_t budget_units, std::int32_t max_points,
+              const deadline* until = nullptr) {
     const auto m = static_cast<std::int32_t>(cut_units.size());
     const auto stride = std::max<std::int32_t>(1, (m + max_points - 1) / std::max(1, max_points));
     // Points: candidate cuts; point costs accumulate the segments between them.
@@ -138,7 +146,8 @@ class chain_table {
     top_.assign(N * N * W, 0.0);
     r_arg_.assign(N * N * W, -1);
     top_arg_.assign(N * N * W, -1);
-    for (std::size_t len = 1; len < N; ++len)
+    for (std::size_t len = 1; len < N; ++len) {
+      if (until && len > 1 && until->expired()) return;  // complete_ stays false
       for (std::size_t a = 0; a + len < N; ++a) {
         const auto t = a + len;
         for (std::size_t b = 0; b < W; ++b) {
@@ -164,20 +173,26 @@ class chain_table {
           top_arg_[at(a, t, b)] = targ;
         }
       }
+    }
+    complete_ = true;
   }
 
+  [[nodiscard]] bool complete() const noexcept { return complete_; }
   [[nodiscard]] std::int32_t budget() const noexcept { return B_; }
   [[nodiscard]] std::int32_t points() const noexcept { return n_; }
-  // The model's cost of the whole reversal (the first pass keeping the best snapshots).
-  [[nodiscard]] double cost() const { return n_ == 0 ? 0.0 : top_[at(0, static_cast<std::size_t>(n_), static_cast<std::size_t>(B_))]; }
+  // The model's cost of the whole reversal (the first pass keeping the best snapshots) with `budget`
+  // units (< 0 or above the table's: the table's budget).
+  [[nodiscard]] double cost(std::int32_t budget = -1) const {
+    return n_ == 0 ? 0.0 : top_[at(0, static_cast<std::size_t>(n_), static_cast<std::size_t>(within(budget)))];
+  }
 
-  // Cuts to keep during the first forward pass.
-  [[nodiscard]] std::vector<std::int32_t> initial() const {
+  // Cuts to keep during the first forward pass with `budget` units (< 0: the table's budget).
+  [[nodiscard]] std::vector<std::int32_t> initial(std::int32_t budget = -1) const {
     std::vector<std::int32_t> r;
     if (n_ == 0) return r;
     std::size_t a = 0;
     const auto t = static_cast<std::size_t>(n_);
-    auto b = static_cast<std::size_t>(B_);
+    auto b = static_cast<std::size_t>(within(budget));
     while (a < t) {
       const auto m = top_arg_[at(a, t, b)];
       if (m < 0) {  // nothing more during the pass
@@ -215,6 +230,7 @@ class chain_table {
   }
 
  private:
+  [[nodiscard]] std::int32_t within(std::int32_t budget) const noexcept { return budget < 0 || budget > B_ ? B_ : budget; }
   [[nodiscard]] std::size_t at(std::size_t a, std::size_t t, std::size_t b) const {
     const auto N = static_cast<std::size_t>(n_) + 1;
     return (a * N + t) * (static_cast<std::size_t>(B_) + 1) + b;
@@ -223,18 +239,22 @@ class chain_table {
 
   std::vector<std::int32_t> cut_of_, w_;
   std::int32_t n_ = 0, B_ = 0;
+  bool complete_ = false;
   std::vector<double> prefix_, r_, top_;
   std::vector<std::int32_t> r_arg_, top_arg_;
 };
 
 // The split rule of a chain_table for split_policy.
+// `budget` < 0: the table's own; else at most that many units (a table answers every smaller budget).
 struct table_split {
   std::shared_ptr<const chain_table> table;
-  [[nodiscard]] std::vector<std::int32_t> initial() const { return table->initial(); }
+  std::int32_t budget = -1;
+  [[nodiscard]] std::int32_t units() const { return budget < 0 || budget > table->budget() ? table->budget() : budget; }
+  [[nodiscard]] std::vector<std::int32_t> initial() const { return table->initial(units()); }
   [[nodiscard]] std::vector<std::int32_t> during(std::int32_t i, std::int32_t t, const std::vector<std::int32_t>& live) const {
     std::int32_t used = 0;
     for (auto k : live) used += table->units_of_cut(k);
-    return table->during(i, t, table->budget() - used);
+    return table->during(i, t, units() - used);
   }
 };
 

@@ -57,7 +57,11 @@ struct chain_dp {
       std::vector<std::int32_t> units;
       for (const auto& k : su.c.cuts)
         units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (k.bytes + unit - 1) / unit)));
-      const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points);
+      // The first budget (none: a one-column table) always completes; a later table that the clock
+      // stops is dropped, and the sweep ends there.
+      const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points,
+                                                                     cs.empty() ? nullptr : &clock);
+      if (!table->complete()) break;
       detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
       detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
       cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };

@@ -47,40 +47,51 @@ struct revolve {
     // attempt always runs).
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     std::vector<detail::candidate> cs;
-    auto attempt = [&](std::int32_t c) {
-      // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
-      const auto table = std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
-                                                                     std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points);
-      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
+    // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
+    const auto table_for = [&](std::int32_t c, const deadline* until) {
+      return std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
+                                                         std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points, until);
+    };
+    auto attempt = [&](const std::shared_ptr<const detail::chain_table>& table, std::int32_t c) {
+      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table, c});
       detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
       cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
       cand.cost = detail::recompute_cost(su.e, cand.tl);
       cand.what = std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
-                  std::to_string(static_cast<long long>(table->cost())) + " segment recomputations)";
+                  std::to_string(static_cast<long long>(table->cost(c))) + " segment recomputations)";
       cs.push_back(std::move(cand));
       return cs.back().tl.peak;
     };
+    std::string how;
     if (snapshots >= 0) {
-      attempt(snapshots);
+      attempt(table_for(snapshots, nullptr), snapshots);
     } else if (target == std::numeric_limits<std::int64_t>::max()) {
       // No target: the O(log n) regime of binomial checkpointing.
-      attempt(static_cast<std::int32_t>(std::ceil(std::log2(static_cast<double>(m + 1)))));
+      const auto c = static_cast<std::int32_t>(std::ceil(std::log2(static_cast<double>(m + 1))));
+      attempt(table_for(c, nullptr), c);
     } else {
-      // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target.
+      // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target,
+      // by bisection over one table built for the most (each step is then one replay of the engine).
+      // With a time limit, no snapshots first (a table of one column: always), then the full table if
+      // it completes in time, then the steps while the pacer sees time for one more replay.
       std::int32_t lo = 0, hi = std::min(max_snapshots, m);
-      step_pacer pace(clock);
-      (void)pace.next();
-      if (attempt(lo) <= target) {
-        while (lo < hi && pace.next()) {
-          const auto mid = lo + (hi - lo + 1) / 2;
-          if (attempt(mid) <= target) lo = mid;
-          else hi = mid - 1;
+      if (attempt(table_for(0, nullptr), 0) <= target && hi > 0) {
+        const auto table = table_for(hi, &clock);
+        if (!table->complete()) {
+          how = "; the time limit ran out while building the table for " + std::to_string(hi) + " snapshots";
+        } else {
+          step_pacer pace(clock);
+          while (lo < hi && pace.next()) {
+            const auto mid = lo + (hi - lo + 1) / 2;
+            if (attempt(table, mid) <= target) lo = mid;
+            else hi = mid - 1;
+          }
         }
       }
     }
     detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict, 3, clock);
     const auto k = detail::choose(cs, detail::target_of(ctx));
-    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " snapshot counts tried");
+    return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, std::to_string(cs.size()) + " snapshot counts tried" + how);
   }
 };
 
