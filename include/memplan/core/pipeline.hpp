@@ -17,6 +17,7 @@
 #include <tuple>
 #include <utility>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
@@ -111,7 +112,12 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       }
       std::int64_t ok = floor, bad = std::min(limit, tl.peak);
       tl = std::move(least);
-      for (int i = 0; i < 6 && bad - ok > std::max<std::int64_t>(1, limit / 1000); ++i) {
+      // With a time limit, the bisection's steps (each a whole run of the reducer and what follows)
+      // share one more period of it: a step starts while the pacer sees time for one like the last
+      // (without this, plan() ran the reducer 8 times: 1.8 s under a 0.2 s limit on DenseNet-121).
+      const auto steps_until = deadline::after(ctx.time_limit_or(-1.0) > 0 ? ctx.time_limit_or(-1.0) : -1.0);
+      step_pacer pace(steps_until);
+      for (int i = 0; i < 6 && bad - ok > std::max<std::int64_t>(1, limit / 1000) && pace.next(); ++i) {
         const auto mid = ok + (bad - ok) / 2;
         auto again = rerun(mid);
         if (again.arena <= limit) {
