@@ -199,20 +199,24 @@ inline int verify_mutated(const std::uint8_t* data, std::size_t size) {
     const auto i32 = static_cast<std::int32_t>(static_cast<std::uint32_t>(raw));
     auto& steps = mp.steps;
     auto& mats = mp.mats;
+    // Deltas wrap (two's complement) instead of overflowing: a field set to its minimum by one record
+    // and decremented by the next is a mutation, not undefined behaviour in the harness.
+    const auto wrap64 = [](std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)); };
+    const auto wrap32 = [](std::int32_t a, std::int64_t b) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b)); };
     switch (field % 16) {
       case 0: if (!steps.empty()) steps[which % steps.size()].kind = static_cast<step_kind>(data[at + 3] % 5); break;
-      case 1: if (!steps.empty()) steps[which % steps.size()].id += static_cast<std::int32_t>(small); break;
+      case 1: if (!steps.empty()) { auto& id = steps[which % steps.size()].id; id = wrap32(id, small); } break;
       case 2: if (!steps.empty()) steps[which % steps.size()].id = i32; break;
-      case 3: if (!steps.empty()) steps[which % steps.size()].mat += static_cast<std::int32_t>(small); break;
+      case 3: if (!steps.empty()) { auto& m = steps[which % steps.size()].mat; m = wrap32(m, small); } break;
       case 4: if (!steps.empty()) steps[which % steps.size()].impl = i32; break;
       case 5: if (!steps.empty()) steps[which % steps.size()].workspace_offset = value; break;
       case 6: if (!steps.empty()) { const auto a = which % steps.size(), b = raw % steps.size(); std::swap(steps[a], steps[b]); } break;
       case 7: if (!steps.empty()) steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(which % steps.size())); break;
       case 8: if (!steps.empty()) steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(raw % (steps.size() + 1)), steps[which % steps.size()]); break;
       case 9: if (!mats.empty()) mats[which % mats.size()].offset = value; break;
-      case 10: if (!mats.empty()) mats[which % mats.size()].offset += small * 64; break;
+      case 10: if (!mats.empty()) { auto& o = mats[which % mats.size()].offset; o = wrap64(o, small * 64); } break;
       case 11: if (!mats.empty()) mats[which % mats.size()].storage = i32; break;
-      case 12: mp.arena = (data[at + 1] & 1) ? value : mp.arena + small * 64; break;
+      case 12: mp.arena = (data[at + 1] & 1) ? value : wrap64(mp.arena, small * 64); break;
       case 13: mp.alignment = (data[at + 1] & 1) ? value : std::int64_t{1} << (data[at + 3] % 63); break;
       case 14: {
         auto& s = mp.stats;
