@@ -58,9 +58,13 @@ inline graph::dataflow_graph random_dag(std::uint64_t seed, const random_dag_opt
     if (coin(o.p_weight)) ins.push_back(g.add_tensor(numbered("w", i), uni(1, o.max_bytes), tensor_kind::weight));
     std::vector<graph::tensor_ref> outs;
     const auto nout = uni(1, o.max_outputs);
-    for (std::int64_t k = 0; k < nout; ++k)
-      outs.push_back(g.add_tensor(numbered("t", i, k), uni(0, o.max_bytes),
-                                  coin(o.p_output) ? tensor_kind::output : tensor_kind::activation));
+    for (std::int64_t k = 0; k < nout; ++k) {
+      // Two draws, sequenced: as arguments of one call their order would be unspecified, and g++ and
+      // clang built different DAGs from one seed. This is the order g++ used (right to left).
+      const auto kind = coin(o.p_output) ? tensor_kind::output : tensor_kind::activation;
+      const auto bytes = uni(0, o.max_bytes);
+      outs.push_back(g.add_tensor(numbered("t", i, k), bytes, kind));
+    }
     graph::op_attributes attrs;
     attrs.type = "rand";
     attrs.cost = static_cast<double>(uni(1, 100));
