@@ -4,7 +4,7 @@
 //              seconds and the whole plan() call) against the limit, and the worst overrun.
 //   scale      planning a training graph of 100k+ ops (peak RSS of the process, printed), and a list of
 //              1M buffers read from MiniMalloc CSV text and placed.
-// Run: bench_reliability [--only deadlines,scale] [--limit SECONDS] [--graphs N] [--ops N] [--buffers N]
+// Run: bench_reliability [--only deadlines,scale] [--limit SECONDS] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -75,11 +75,12 @@ std::vector<named_problem> deadline_inputs(int max_graphs) {
   return v;
 }
 
-void run_deadlines(double limit, int max_graphs) {
+void run_deadlines(double limit, int max_graphs, const std::string& policy_filter) {
   const auto inputs = deadline_inputs(max_graphs);
   std::printf("== deadlines: time limit %.3f s, %zu graphs (bundled + adversarial)\n", limit, inputs.size());
   std::map<std::string, worst> table;
   auto record = [&](const std::string& policy, const std::string& graph, auto&& make_plan, auto stage_seconds) {
+    if (policy.find(policy_filter) == std::string::npos) return;
     auto& w = table[policy];
     const double t0 = now_s();
     try {
@@ -185,20 +186,22 @@ int main(int argc, char** argv) {
   std::string only = "deadlines,scale";
   double limit = 0.25;
   int graphs = 1000, ops = 100000;
+  std::string policy_filter;  // e.g. "checkpointer revolve": only the policies whose row name contains it
   std::int64_t buffers = 1000000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--only") only = v;
     else if (a == "--limit") limit = std::stod(v);
     else if (a == "--graphs") graphs = std::stoi(v);
+    else if (a == "--policy") policy_filter = v;
     else if (a == "--ops") ops = std::stoi(v);
     else if (a == "--buffers") buffers = std::stoll(v);
     else {
-      std::fprintf(stderr, "usage: bench_reliability [--only deadlines,scale] [--limit S] [--graphs N] [--ops N] [--buffers N]\n");
+      std::fprintf(stderr, "usage: bench_reliability [--only deadlines,scale] [--limit S] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]\n");
       return 2;
     }
   }
   if (only.find("scale") != std::string::npos) run_scale(ops, buffers);
-  if (only.find("deadlines") != std::string::npos) run_deadlines(limit, graphs);
+  if (only.find("deadlines") != std::string::npos) run_deadlines(limit, graphs, policy_filter);
   return 0;
 }
