@@ -170,6 +170,14 @@ TEST_CASE("verify: other invalid plans exit 1, unreadable input exits 2") {
   CHECK(has(v.err, "cannot open"));
   v = s.run("verify '" + s / "nograph.json" + "' '" + s / "plan.json" + "'");
   CHECK(v.code == 2);
+  // A directory where a file belongs (fuzz finding: it was an "internal error" from the stream).
+  v = s.run("plan '" + s.dir.string() + "'");
+  CHECK(v.code == 2);
+  CHECK(has(v.err, "it is a directory"));
+  CHECK_FALSE(has(v.err, "internal error"));
+  v = s.run("place '" + s.dir.string() + "'");
+  CHECK(v.code == 2);
+  CHECK(has(v.err, "it is a directory"));
 }
 
 TEST_CASE("malformed graphs exit 2 with one line naming the culprit") {

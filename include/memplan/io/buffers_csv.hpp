@@ -131,9 +131,12 @@ inline buffer_list read_buffers_csv(std::istream& in, const std::string& source 
 }
 
 inline buffer_list read_buffers_csv_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw error(errc::io_error, "cannot open buffer list '" + path + "'");
-  return read_buffers_csv(in, path);
+  auto in = detail::open_for_reading(path, "buffer list ");
+  try {
+    return read_buffers_csv(in, path);
+  } catch (const std::ios_base::failure& e) {
+    throw error(errc::io_error, "error while reading buffer list '" + path + "': " + e.what());
+  }
 }
 
 // Writes id,lower,upper,size,offset rows (the placement's offsets) in input order.

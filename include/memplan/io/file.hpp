@@ -3,8 +3,11 @@
 // inflated whatever the name (magic bytes), names ending in .gz written compressed. Compression is
 // not in this header: it comes from <memplan/io/gzip.hpp> (target memplan::gzip, zlib), which
 // installs itself here when a program includes it; without it a .gz file is a clear io_error.
+#include <filesystem>
 #include <fstream>
+#include <ios>
 #include <iterator>
+#include <system_error>
 #include <string>
 #include <string_view>
 
@@ -22,6 +25,17 @@ inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// A file opened for reading, or a clear io_error: a directory opens as a stream on Linux and then
+// fails inside the first read with std::ios_base::failure (found by the cli_args fuzz target:
+// `memplan plan .` ended in "internal error: basic_filebuf::underflow").
+inline std::ifstream open_for_reading(const std::string& path, const std::string& what, std::ios::openmode mode = std::ios::in) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw error(errc::io_error, "cannot read " + what + "'" + path + "': it is a directory");
+  std::ifstream in(path, mode);
+  if (!in) throw error(errc::io_error, "cannot open " + what + "'" + path + "'");
+  return in;
+}
+
 // The gzip codec, installed by <memplan/io/gzip.hpp>; null when the program has none.
 struct gzip_codec {
   std::string (*inflate)(std::string_view data, const std::string& source) = nullptr;
@@ -36,9 +50,13 @@ inline gzip_codec& installed_gzip() {
 
 // The text of a file; gzip'd content (detected by its magic bytes, whatever the name) is inflated.
 inline std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(errc::io_error, "cannot open '" + path + "'");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto in = detail::open_for_reading(path, "", std::ios::binary);
+  std::string data;
+  try {
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {
+    throw error(errc::io_error, "error while reading '" + path + "': " + e.what());
+  }
   if (in.bad()) throw error(errc::io_error, "error while reading '" + path + "'");
   if (detail::is_gzip(data)) {
     const auto& c = detail::installed_gzip();
