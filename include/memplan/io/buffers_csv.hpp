@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <ios>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -21,6 +22,7 @@
 
 #include <memplan/base/error.hpp>
 #include <memplan/core/buffer.hpp>
+#include <memplan/io/file.hpp>
 
 namespace memplan::io {
 
