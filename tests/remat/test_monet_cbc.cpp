@@ -63,6 +63,15 @@ std::vector<testing::remat_instance> small_with_impls() {
 
 }  // namespace
 
+// Instances whose brute force takes over 10 s on a 2-core machine (12-50 s each), and whose MILP
+// under ASan and a loaded machine can run past monet_ilp's 30 s before any feasible solution (random
+// DAG 3 with 3 implementations: 179 binaries, "no solution after 29.8 s" with two other busy
+// processes on the 2 cores): the training chains in the one-implementation mode, random DAGs 3 and 11.
+inline bool heavy_instance(const std::string& name, bool one_impl_per_op) {
+  return (name.rfind("training_chain", 0) == 0 && one_impl_per_op) || name == "random_dag seed 3 +3 impls" ||
+         name == "random_dag seed 11 +3 impls";
+}
+
 TEST_CASE("monet_ilp equals the brute force over schedules and implementations at every budget, plans verify and fit") {
   int solved = 0, graphs = 0, infeasible = 0, incomplete = 0;
   std::vector<double> seconds;
@@ -79,15 +88,12 @@ TEST_CASE("monet_ilp equals the brute force over schedules and implementations a
 #else
   constexpr bool ci = true;
 #endif
-  const auto heavy = [](const std::string& name, bool one) {
-    return (name.rfind("training_chain", 0) == 0 && one) || name == "random_dag seed 3 +3 impls" || name == "random_dag seed 11 +3 impls";
-  };
   for (const auto mode_ : {mode_t{true, false, 1}, mode_t{false, false, 3}, mode_t{true, true, 3}}) {
     const remat::monet_ilp ilp{.relative_gap = 0, .one_impl_per_op = mode_.one, .backward_only = mode_.backward_only};
     const bool one = mode_.one;
     int k = 0;
     for (const auto& inst : small_with_impls()) {
-      if (ci ? heavy(inst.name, one) : k++ % mode_.every != 0) continue;
+      if (ci ? heavy_instance(inst.name, one) : k++ % mode_.every != 0) continue;
       const auto& p = inst.p;
       const std::string mode = std::string(one ? " (one implementation per op" : " (per-step implementations") +
                                (mode_.backward_only ? ", backward-only stages)" : ")");
@@ -147,6 +153,7 @@ TEST_CASE("monet_ilp is never costlier than monet_greedy nor than checkmate_ilp 
   const auto instances = small_with_impls();
   for (std::size_t i = 0; i < instances.size(); i += testing::sanitizer_stride(3)) {
     const auto& inst = instances[i];
+    if (testing::under_sanitizer && heavy_instance(inst.name, false)) continue;  // its solve may not finish under ASan and load
     const auto& p = inst.p;
     INFO(inst.name);
     const auto tl = given_timeline(p);
@@ -161,6 +168,7 @@ TEST_CASE("monet_ilp is never costlier than monet_greedy nor than checkmate_ilp 
       const auto m = remat::monet_ilp{.relative_gap = 0}.run(p, tl, testing::with_cbc(b));
       const auto g = remat::monet_greedy{}.run(p, tl, testing::with_cbc(b));
       const auto c = remat::checkmate_ilp{.relative_gap = 0, .warm_start = remat::best_solver_free{}}.run(p, fast, testing::with_cbc(b));
+      INFO(m.stages.back().note);
       REQUIRE(m.peak <= b);
       ++cases;
       if (g.peak <= b) CHECK(remat::total_step_cost(p, m) <= remat::total_step_cost(p, g) + 1e-6);
