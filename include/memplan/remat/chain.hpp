@@ -179,6 +179,8 @@ class chain_table {
 
   [[nodiscard]] bool complete() const noexcept { return complete_; }
   [[nodiscard]] std::int32_t budget() const noexcept { return B_; }
+  // The units a query with `budget` uses: the table's own when < 0 or above it.
+  [[nodiscard]] std::int32_t within(std::int32_t budget) const noexcept { return budget < 0 || budget > B_ ? B_ : budget; }
   [[nodiscard]] std::int32_t points() const noexcept { return n_; }
   // The model's cost of the whole reversal (the first pass keeping the best snapshots) with `budget`
   // units (< 0 or above the table's: the table's budget).
@@ -230,7 +232,6 @@ class chain_table {
   }
 
  private:
-  [[nodiscard]] std::int32_t within(std::int32_t budget) const noexcept { return budget < 0 || budget > B_ ? B_ : budget; }
   [[nodiscard]] std::size_t at(std::size_t a, std::size_t t, std::size_t b) const {
     const auto N = static_cast<std::size_t>(n_) + 1;
     return (a * N + t) * (static_cast<std::size_t>(B_) + 1) + b;
@@ -249,7 +250,7 @@ class chain_table {
 struct table_split {
   std::shared_ptr<const chain_table> table;
   std::int32_t budget = -1;
-  [[nodiscard]] std::int32_t units() const { return budget < 0 || budget > table->budget() ? table->budget() : budget; }
+  [[nodiscard]] std::int32_t units() const { return table->within(budget); }
   [[nodiscard]] std::vector<std::int32_t> initial() const { return table->initial(units()); }
   [[nodiscard]] std::vector<std::int32_t> during(std::int32_t i, std::int32_t t, const std::vector<std::int32_t>& live) const {
     std::int32_t used = 0;
