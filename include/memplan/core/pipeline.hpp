@@ -115,7 +115,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // With a time limit, the bisection's steps (each a whole run of the reducer and what follows)
       // share one more period of it: a step starts while the pacer sees time for one like the last
       // (without this, plan() ran the reducer 8 times: 1.8 s under a 0.2 s limit on DenseNet-121).
-      const auto steps_until = deadline::after(ctx.time_limit_or(-1.0) > 0 ? ctx.time_limit_or(-1.0) : -1.0);
+      const double steps_limit = ctx.time_limit_or(-1.0);
+      const auto steps_until = deadline::after(steps_limit > 0 ? steps_limit : -1.0);
       step_pacer pace(steps_until);
       for (int i = 0; i < 6 && bad - ok > std::max<std::int64_t>(1, limit / 1000) && pace.next(); ++i) {
         const auto mid = ok + (bad - ok) / 2;

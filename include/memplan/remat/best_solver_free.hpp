@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -43,9 +44,15 @@ struct best_solver_free {
     ::memplan::remat::detail::engine e(p, tl);
     std::vector<detail::candidate> cs;
     std::string tried;
-    int members_left = 5;   // the consider() calls below
+    // Chen's Alg. 3 first: a few replays of the engine, fast on any size (0.06 s on ResNet-50, 0.26 s
+    // on DenseNet-121 at batch 32), and the better plan where the forward chain has clear cuts
+    // (DenseNet-121 at half its peak: 64 % overhead against greedy's 115 %; ResNet-1001: 32.8 %).
+    // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
+    // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
+    const auto members = std::make_tuple(chen_budget{}, greedy{}, chen_budget{.drop_cheap = true}, chain_dp{}, revolve{});
+    int members_left = static_cast<int>(std::tuple_size_v<decltype(members)>);
     double fastest = 1e18;  // the shortest member run so far: a later member needs at least about that
-    auto consider = [&](auto stage) {
+    auto consider = [&](const auto& stage) {
       const int share_of = members_left--;
       if (!cs.empty() && (clock.expired() || clock.seconds_left() < fastest)) return;
       // Each member searches within an even share of what is left (in deterministic mode: its own work
@@ -65,16 +72,7 @@ struct best_solver_free {
       tried += (tried.empty() ? "" : ", ") + stage.name() + " peak " + std::to_string(c.tl.peak) + " cost " + cost;
       cs.push_back(std::move(c));
     };
-    // Chen's Alg. 3 first: a few replays of the engine, fast on any size (0.06 s on ResNet-50, 0.26 s
-    // on DenseNet-121 at batch 32), and the better plan where the forward chain has clear cuts
-    // (DenseNet-121 at half its peak: 64 % overhead against greedy's 115 %; ResNet-1001: 32.8 %).
-    // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
-    // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
-    consider(chen_budget{});
-    consider(greedy{});
-    consider(chen_budget{.drop_cheap = true});
-    consider(chain_dp{});
-    consider(revolve{});
+    std::apply([&](const auto&... m) { (consider(m), ...); }, members);
     const auto k = detail::choose(cs, target);
     auto out = std::move(cs[k].tl);
     auto winner = out.stages.back();
