@@ -179,6 +179,8 @@ inline std::int64_t find_gap(std::vector<std::pair<std::int64_t, std::int64_t>>&
 // O(k log k) for k live buffers made 100k-buffer lists quadratic).
 class occupancy_index {
  public:
+  using range = std::pair<std::int64_t, std::int64_t>;  // [start, end) of addresses
+
   explicit occupancy_index(const time_axis& axis) : axis_(&axis) {
     leaves_ = 1;
     while (leaves_ < std::max(1, axis.sections())) leaves_ *= 2;
@@ -200,46 +202,63 @@ class occupancy_index {
     }
   }
 
-  // Fills `out` with address ranges, sorted by start (they may overlap), whose union is the occupied
-  // space during [lower, upper). Each set read is sorted already: the runs are merged pairwise.
-  void occupied(std::int64_t lower, std::int64_t upper, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
-    out.clear();
-    runs_.clear();
+  // The offset a buffer of `size` aligned to `align` takes among the addresses occupied during
+  // [lower, upper): `first` = the lowest gap that fits, `best` = the smallest gap that fits (ties: the
+  // lowest), else on top of everything occupied then (find_gap's rule on the union of the sets read).
+  // A gap of the union lies inside a gap of every set, so the free windows are narrowed set by set,
+  // keeping only windows that still fit: the largest set is scanned once, the others only inside the
+  // windows left (binary search). Merging every set first cost one pass over all their ranges per
+  // buffer, quadratic on training graphs, whose saved activations keep thousands of ranges live.
+  [[nodiscard]] std::int64_t gap(std::int64_t lower, std::int64_t upper, std::int64_t size, std::int64_t align, fit rule) {
+    constexpr auto open = std::numeric_limits<std::int64_t>::max();  // a window with no end: above everything
+    spans_.clear();
     int l = axis_->index(lower) + leaves_, r = axis_->index(upper) + leaves_;
-    if (l >= r) return;
     const auto take = [&](const std::vector<ranges>& sets, int x) {
       const auto& set = sets[static_cast<std::size_t>(x)];
-      if (set.empty()) return;
-      out.insert(out.end(), set.begin(), set.end());
-      runs_.push_back(out.size());
+      if (!set.empty()) spans_.push_back({set.data(), set.data() + set.size()});
     };
-    for (int a = l >> 1, b = (r - 1) >> 1; a > 0; a >>= 1, b >>= 1) {  // the two paths, equal depths
-      take(cover_, a);
-      if (b != a) take(cover_, b);
-    }
-    for (; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) take(any_, l++);
-      if (r & 1) take(any_, --r);
-    }
-    const auto by_start = [](const auto& a, const auto& b) { return a.first < b.first; };
-    while (runs_.size() > 1) {  // merge neighbouring runs until one is left
-      std::size_t w = 0, from = 0;
-      for (std::size_t k = 0; k < runs_.size(); k += 2) {
-        if (k + 1 < runs_.size()) {
-          std::inplace_merge(out.begin() + static_cast<std::ptrdiff_t>(from), out.begin() + static_cast<std::ptrdiff_t>(runs_[k]),
-                             out.begin() + static_cast<std::ptrdiff_t>(runs_[k + 1]), by_start);
-          from = runs_[k + 1];
-          runs_[w++] = runs_[k + 1];
-        } else {
-          runs_[w++] = runs_[k];
-        }
+    if (l < r) {
+      for (int a = l >> 1, b = (r - 1) >> 1; a > 0; a >>= 1, b >>= 1) {  // the two paths, equal depths
+        take(cover_, a);
+        if (b != a) take(cover_, b);
       }
-      runs_.resize(w);
+      for (; l < r; l >>= 1, r >>= 1) {
+        if (l & 1) take(any_, l++);
+        if (r & 1) take(any_, --r);
+      }
     }
+    // Largest first: it prunes the most windows (the answer does not depend on the order).
+    std::sort(spans_.begin(), spans_.end(), [](const span& a, const span& b) { return a.second - a.first > b.second - b.first; });
+    windows_.assign(1, {0, open});
+    for (const auto& [first, last] : spans_) {
+      next_.clear();
+      const auto keep = [&](std::int64_t a, std::int64_t b) {
+        if (b == open || (b > align_up(a, align) && b - align_up(a, align) >= size)) next_.push_back({a, b});
+      };
+      const range* it = first;  // windows are sorted and disjoint: the cursor only moves forward
+      for (const auto& [a, b] : windows_) {
+        it = first_ending_after(it, last, a);  // the ranges overlapping [a, b) start here
+        std::int64_t cur = a;
+        for (auto x = it; x != last && x->first < b; ++x) {  // the last may reach into the next window
+          if (x->first > cur) keep(cur, x->first);
+          cur = std::max(cur, x->second);
+        }
+        if (cur < b) keep(cur, b);
+      }
+      windows_.swap(next_);
+    }
+    std::int64_t best = -1, best_gap = open;
+    for (const auto& [a, b] : windows_) {
+      const auto pos = align_up(a, align);
+      if (b == open) return best >= 0 ? best : pos;
+      if (rule == fit::first) return pos;
+      if (b - pos < best_gap) { best_gap = b - pos; best = pos; }
+    }
+    return best;  // not reached: the open window is always last
   }
 
  private:
-  using ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;  // sorted, disjoint, non-touching
+  using ranges = std::vector<range>;  // sorted, disjoint, non-touching
   static void add(std::vector<ranges>& sets, int x, std::int64_t start, std::int64_t end) {
     auto& m = sets[static_cast<std::size_t>(x)];
     // First range ending at or after start (it may touch or overlap [start, end)).
@@ -258,10 +277,25 @@ class occupancy_index {
       m.erase(it + 1, last);
     }
   }
+  using span = std::pair<const range*, const range*>;
+  // The first range in [at, end) whose end is after v (ranges sorted and disjoint): galloping search
+  // from `at`, O(log d) for a skip of d ranges.
+  static const range* first_ending_after(const range* at, const range* end, std::int64_t v) {
+    if (at == end || at->second > v) return at;
+    std::ptrdiff_t step = 1;
+    const range* lo = at;  // lo->second <= v
+    while (end - lo > step && lo[step].second <= v) {
+      lo += step;
+      step *= 2;
+    }
+    const range* hi = end - lo > step ? lo + step : end;
+    return std::upper_bound(lo + 1, hi, v, [](std::int64_t x, const range& r) { return x < r.second; });
+  }
   const time_axis* axis_;
   int leaves_ = 1;
   std::vector<ranges> cover_, any_;
-  std::vector<std::size_t> runs_;  // ends of the sorted runs in occupied()'s output
+  std::vector<span> spans_;               // the sets gap() reads
+  std::vector<range> windows_, next_;     // its free windows that still fit, before and after a set
 };
 
 // Places buffers one at a time in `order` at the first or best gap among already placed buffers that
@@ -284,7 +318,6 @@ std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vec
     if (offsets[i] != unplaced && p.buffers[i].size > 0)
       index.insert(p.buffers[i].lower, p.buffers[i].upper, offsets[i], offsets[i] + p.buffers[i].size);
   }
-  std::vector<std::pair<std::int64_t, std::int64_t>> occupied;
   for (std::size_t at = 0; at < order.size(); ++at) {
     if constexpr (!std::is_same_v<Deadline, std::nullptr_t>) {
       if (until && (at & 255) == 255 && until->expired()) {
@@ -297,8 +330,7 @@ std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vec
     if (offsets[i] != unplaced) continue;
     const auto& b = p.buffers[i];
     if (b.size == 0) { offsets[i] = 0; continue; }
-    index.occupied(b.lower, b.upper, occupied);
-    offsets[i] = find_gap(occupied, b.size, effective_alignment(p, b), rule, /*sorted=*/true);
+    offsets[i] = index.gap(b.lower, b.upper, b.size, effective_alignment(p, b), rule);
     index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
   return offsets;
