@@ -62,12 +62,8 @@ struct chain_dp {
       const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points,
                                                                      cs.empty() ? nullptr : &clock);
       if (!table->complete()) break;
-      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table});
-      detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-      cand.cost = detail::recompute_cost(su.e, cand.tl);
-      cand.what = "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)";
-      cs.push_back(std::move(cand));
+      cs.push_back(detail::replay(su.e, detail::split_policy<detail::table_split>(p, su.c, su.e, detail::table_split{table}), detail::target_of(ctx),
+                                  "checkpoint budget " + std::to_string(B) + " bytes (model: " + std::to_string(table->cost()) + " recompute cost)"));
     }
     detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict, 3, clock);
     const auto k = detail::choose(cs, detail::target_of(ctx));

@@ -345,31 +345,43 @@ inline void monet_stages(const problem& p, checkmate_facts& f) {
 // A plan in the model's terms: which ops run in which stage, which versions are kept into which stage.
 struct staged_plan {
   std::int32_t n = 0, nt = 0;
-  std::vector<std::uint8_t> r;  // r[t * n + i], i <= t (r[t][t] = 1)
-  std::vector<std::uint8_t> s;  // s[t * nt + v], t in [0, n]
   // The implementation of each run (t, i): an alternative of facts::alts[i], or as_ordered: the
   // implementation of the op's compute step in the incoming order.
   static constexpr std::int32_t as_ordered = -2;
-  std::vector<std::int32_t> im;
 
   staged_plan() = default;
   staged_plan(std::int32_t n_, std::int32_t nt_)
-      : n(n_), nt(nt_), r(static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_), 0),
-        s(static_cast<std::size_t>(n_ + 1) * static_cast<std::size_t>(nt_), 0),
-        im(static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_), as_ordered) {
-    for (std::int32_t t = 0; t < n; ++t) run(t, t) = 1;
+      : n(n_), nt(nt_), r(static_cast<std::size_t>(n_)), s(static_cast<std::size_t>(n_) + 1) {}
+  // Back to the state just constructed, keeping the rows allocated (the on-demand plan's attempts
+  // reuse one plan).
+  void reset() {
+    for (auto& row : r) std::fill(row.begin(), row.end(), std::uint8_t{0});
+    for (auto& row : s) std::fill(row.begin(), row.end(), std::uint8_t{0});
+    im.clear();
   }
-  std::int32_t& impl(std::int32_t t, std::int32_t i) { return im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]; }
+  void set_impl(std::int32_t t, std::int32_t i, std::int32_t k) {
+    if (im.empty()) {
+      if (k == as_ordered) return;
+      im.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), as_ordered);
+    }
+    im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] = k;
+  }
   [[nodiscard]] std::int32_t impl(std::int32_t t, std::int32_t i) const {
-    return im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)];
+    return im.empty() ? as_ordered : im[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)];
   }
-  std::uint8_t& run(std::int32_t t, std::int32_t i) { return r[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]; }
+  // Whether stage t runs op i (i <= t; every stage runs its own op).
+  std::uint8_t& run(std::int32_t t, std::int32_t i) { return row(r[static_cast<std::size_t>(t)], static_cast<std::size_t>(t) + 1)[static_cast<std::size_t>(i)]; }
   [[nodiscard]] bool runs(std::int32_t t, std::int32_t i) const {
-    return i >= 0 && i <= t && t < n && r[static_cast<std::size_t>(t) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] != 0;
+    if (i < 0 || i > t || t >= n) return false;
+    const auto& x = r[static_cast<std::size_t>(t)];
+    return i == t || (!x.empty() && x[static_cast<std::size_t>(i)] != 0);
   }
-  std::uint8_t& keep(std::int32_t t, tensor_id v) { return s[static_cast<std::size_t>(t) * static_cast<std::size_t>(nt) + static_cast<std::size_t>(v)]; }
+  // Whether version v is kept into stage t (t in [0, n]).
+  std::uint8_t& keep(std::int32_t t, tensor_id v) { return row(s[static_cast<std::size_t>(t)], static_cast<std::size_t>(nt))[static_cast<std::size_t>(v)]; }
   [[nodiscard]] bool kept(std::int32_t t, tensor_id v) const {
-    return t >= 0 && t <= n && s[static_cast<std::size_t>(t) * static_cast<std::size_t>(nt) + static_cast<std::size_t>(v)] != 0;
+    if (t < 0 || t > n) return false;
+    const auto& x = s[static_cast<std::size_t>(t)];
+    return !x.empty() && x[static_cast<std::size_t>(v)] != 0;
   }
   // The alternative run (t, i) uses (index into f.alts[i]; -1: one the model does not have).
   [[nodiscard]] std::int32_t alt(const checkmate_facts& f, std::int32_t t, std::int32_t i) const {
@@ -387,6 +399,17 @@ struct staged_plan {
         }
     return c;
   }
+
+ private:
+  // Rows allocated on first write (an untouched row reads as zeros): at 3,000 ops the matrices hold
+  // tens of MB, and allocating them whole made one step (0.05-0.19 s of page faults) that no clock poll
+  // could cut; row by row, the allocation falls inside the loops that poll. r's row t has t + 1 entries.
+  static std::vector<std::uint8_t>& row(std::vector<std::uint8_t>& x, std::size_t size) {
+    if (x.empty()) x.assign(size, 0);
+    return x;
+  }
+  std::vector<std::vector<std::uint8_t>> r, s;
+  std::vector<std::int32_t> im;  // empty while every run is as_ordered (n^2 entries once one is not)
 };
 
 // Sets the S bits of the fixed storages (constants of the model).
@@ -540,7 +563,7 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
         why = *bad;
         return std::nullopt;
       }
-      sp.impl(t, t) = st.impl;
+      sp.set_impl(t, t, st.impl);
       ++t;
       last = -1;
       recorded = false;
@@ -556,7 +579,7 @@ inline std::optional<staged_plan> timeline_to_staged(const problem& p, const che
         return std::nullopt;
       }
       sp.run(t, i) = 1;
-      sp.impl(t, i) = st.impl;
+      sp.set_impl(t, i, st.impl);
       last = i;
     } else if (st.kind == step_kind::free) {
       held[static_cast<std::size_t>(p.storage_of(st.id))] = no_id;
@@ -591,9 +614,12 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     for (auto v : f.chain[su]) ok &= p.recomputable(f.order[static_cast<std::size_t>(f.prod[static_cast<std::size_t>(v)])]);
     drop[su] = ok ? 1 : 0;
   }
+  staged_plan sp(n, f.nt());
   for (std::size_t attempt = 0; attempt <= ns; ++attempt) {
-    if (attempt > 0 && clock.expired()) return std::nullopt;
-    staged_plan sp(n, f.nt());
+    if (attempt > 0) {
+      if (clock.expired()) return std::nullopt;
+      sp.reset();
+    }
     std::vector<std::int32_t> keep_until(static_cast<std::size_t>(f.nt()), -1);
     for (tensor_id v = 0; v < f.nt(); ++v)
       for (auto r : f.readers[static_cast<std::size_t>(v)]) keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], r);
@@ -644,6 +670,9 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     };
     std::int32_t failed = -1;
     for (t = 0; t < n && failed < 0; ++t) {
+      // An attempt is O(n^2) (every stage scans the ops run so far): 0.1-0.2 s at 3,000 ops, so the
+      // clock is read inside it too, not only between attempts.
+      if ((t & 31) == 31 && clock.expired()) return std::nullopt;
       const auto o = f.order[static_cast<std::size_t>(t)];
       for (auto u : p.inputs(o))
         if (failed < 0) failed = need(u, p.storage_of(u));
@@ -1007,7 +1036,7 @@ class checkmate_model {
         if (auto d = d_idx_[ri(t, i)]; d >= 0) {
           const auto& as = f.alts[static_cast<std::size_t>(i)];
           for (std::size_t a = 0; a < as.size(); ++a)
-            if (x[d_var_[static_cast<std::size_t>(d) + a].index] > 0.5) sp.impl(t, i) = as[a].impl;
+            if (x[d_var_[static_cast<std::size_t>(d) + a].index] > 0.5) sp.set_impl(t, i, as[a].impl);
         }
     for (tensor_id v = 0; v < f.nt(); ++v)
       if (f.prod[static_cast<std::size_t>(v)] < 0 && f.version[static_cast<std::size_t>(v)] == 0) sp.keep(0, v) = 1;

@@ -105,14 +105,24 @@ struct candidate {
   timeline tl;
   double cost = 0;
   std::string what;
-  std::function<timeline(bool)> rerun{};  // the same policy again, with eviction under the target or not
+  std::function<timeline(const deadline&)> rerun{};  // the same policy again, evicting under the target until the deadline
 };
+
+// The candidate of one plain replay of `pol` (no eviction), with the rerun that adds eviction.
+template <class Policy>
+candidate replay(engine& e, Policy pol, std::int64_t target, std::string what = {}) {
+  candidate c{e.run(pol, target, false), 0.0, std::move(what), {}};
+  c.rerun = [&e, pol, target](const deadline& until) mutable { return e.run(pol, target, true, nullptr, &until); };
+  c.cost = recompute_cost(e, c.tl);
+  return c;
+}
 
 // When no candidate meets the target on its own, the few with the lowest peaks run again with DTR
 // eviction above the target (remat/engine.hpp) -- a safety net for the last bytes, tried on few
 // candidates because eviction under a tight target is the expensive part.
-// With a deadline, the first rerun always runs (it is what makes a plan meet the target at all), the
-// others only while time is left.
+// With a deadline, reruns start only while time is left, and a rerun's eviction stops when it passes
+// (the replay then ends without it: the plan may miss the target, and says so). Callers that sweep
+// keep time for it (chen_budget: half its limit while no plan meets the target).
 inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3,
                             const deadline& clock = deadline::never());
 
@@ -142,12 +152,11 @@ inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::in
   for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return cs[a].tl.peak < cs[b].tl.peak; });
   const auto n = std::min(tries, idx.size());
-  bool reran = false;
-  for (std::size_t k = 0; k < n && !(reran && clock.expired()); ++k) {
+  for (std::size_t k = 0; k < n && !clock.expired(); ++k) {
     const auto& base = cs[idx[k]];
     if (!base.rerun) continue;
-    reran = true;
-    candidate c{base.rerun(true), 0.0, base.what + ", then eviction under the target", {}};
+    candidate c{base.rerun(clock), 0.0, base.what + ", then eviction under the target", {}};
+    if (c.tl.peak > target && clock.expired()) c.what += " (stopped at the time limit)";
     c.cost = recompute_cost(e, c.tl);
     cs.push_back(std::move(c));
   }
@@ -190,11 +199,8 @@ struct chen_sqrt {
     const auto keep = detail::every_kth_cut(su.c, stride);
     std::int32_t kept = 0;
     for (auto k : keep) kept += k;
-    detail::segment_policy pol(su.c, keep, su.cheap_or_null());
-    detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-    c.what = std::to_string(kept + 1) + " segments over " + std::to_string(m) + " split points";
-    std::vector<detail::candidate> cs{std::move(c)};
+    std::vector<detail::candidate> cs{detail::replay(su.e, detail::segment_policy(su.c, keep, su.cheap_or_null()), detail::target_of(ctx),
+                                                     std::to_string(kept + 1) + " segments over " + std::to_string(m) + " split points")};
     detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, {});
@@ -224,26 +230,32 @@ struct chen_budget {
     }
     const auto target = detail::target_of(ctx);
     // Each attempt is one engine replay; past the deadline no new one starts (the first always runs).
-    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    const double limit = ctx.time_limit_or(-1.0);
+    const auto clock = deadline::after(limit);
     step_pacer pace(clock);  // an attempt starts only while the time left covers the longest one so far
     std::vector<detail::candidate> cs;
+    // While no plan meets the target, the second half of the limit is kept for the eviction rerun
+    // that follows (one eviction replay costs tens of plain ones: 0.15 s against 4 ms on the 800-layer
+    // adversarial training graph, where the sweep used to take the whole limit first).
+    auto go_on = [&] {
+      if (!pace.next()) return false;
+      if (!evict || limit <= 0 || target == std::numeric_limits<std::int64_t>::max()) return true;
+      return std::any_of(cs.begin(), cs.end(), [&](const detail::candidate& c) { return c.tl.peak <= target; }) ||
+             clock.elapsed() < 0.5 * limit;
+    };
     auto attempt = [&](double B) {
       auto a = detail::chen_alg3(su.c, B);
-      detail::segment_policy pol(su.c, a.keep, su.cheap_or_null());
-      detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-      c.cost = detail::recompute_cost(su.e, c.tl);
       std::int32_t kept = 0;
       for (auto k : a.keep) kept += k;
-      c.what = "B = " + std::to_string(static_cast<long long>(B)) + " bytes: " + std::to_string(kept + 1) + " segments";
-      cs.push_back(std::move(c));
+      cs.push_back(detail::replay(su.e, detail::segment_policy(su.c, a.keep, su.cheap_or_null()), target,
+                                  "B = " + std::to_string(static_cast<long long>(B)) + " bytes: " + std::to_string(kept + 1) + " segments"));
       return a;
     };
-    (void)pace.next();
+    (void)pace.next();  // the first attempt always runs
     const auto a0 = attempt(0.0);
     const double B = std::sqrt(static_cast<double>(a0.x) * static_cast<double>(a0.y));
     bool more = true;
-    for (std::int32_t g = 0; g < grid && (more = pace.next()); ++g)
+    for (std::int32_t g = 0; g < grid && (more = go_on()); ++g)
       attempt(B / std::sqrt(2.0) * std::pow(2.0, static_cast<double>(g) / std::max(1, grid - 1)));
     // Beyond Appendix A's grid: a sweep over B from one result to all of them (the exact peak of each
     // plan decides, so the estimate behind B = sqrt(x y) need not be right).
@@ -251,19 +263,15 @@ struct chen_budget {
     for (auto s : su.c.produced) lo = std::min(lo, static_cast<double>(p.storage_bytes(s)));
     const double hi = static_cast<double>(su.c.forward_bytes);
     if (lo < hi)
-      for (std::int32_t g = 0; g <= sweep && more && (more = pace.next()); ++g) attempt(lo * std::pow(hi / lo, static_cast<double>(g) / std::max(1, sweep)));
+      for (std::int32_t g = 0; g <= sweep && more && (more = go_on()); ++g) attempt(lo * std::pow(hi / lo, static_cast<double>(g) / std::max(1, sweep)));
     // And evenly spaced boundaries around sqrt(n) segments (chen_sqrt's choice among them).
     const auto m = static_cast<std::int32_t>(su.c.cuts.size());
     const auto root = std::max(1.0, std::sqrt(static_cast<double>(m + 1)));
     for (double f : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
-      if (!more || !(more = pace.next())) break;
+      if (!more || !(more = go_on())) break;
       const auto stride = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(root * f)));
-      detail::segment_policy pol(su.c, detail::every_kth_cut(su.c, stride), su.cheap_or_null());
-      detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-      c.cost = detail::recompute_cost(su.e, c.tl);
-      c.what = "every " + std::to_string(stride) + " split points a boundary";
-      cs.push_back(std::move(c));
+      cs.push_back(detail::replay(su.e, detail::segment_policy(su.c, detail::every_kth_cut(su.c, stride), su.cheap_or_null()), target,
+                                  "every " + std::to_string(stride) + " split points a boundary"));
     }
     detail::evict_if_needed(cs, su.e, target, evict, 3, clock);
     const auto k = detail::choose(cs, target);
@@ -284,11 +292,8 @@ struct chen_recursive {
       tl.stages.push_back({kind, name(), 0.0, name() + ": nothing recomputed: the forward pass has no articulation point to split at"});
       return tl;
     }
-    detail::split_policy<detail::bisection> pol(p, su.c, su.e, detail::bisection{m});
-    detail::candidate c{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      c.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-    c.what = "bisection over " + std::to_string(m) + " split points";
-    std::vector<detail::candidate> cs{std::move(c)};
+    std::vector<detail::candidate> cs{detail::replay(su.e, detail::split_policy<detail::bisection>(p, su.c, su.e, detail::bisection{m}),
+                                                     detail::target_of(ctx), "bisection over " + std::to_string(m) + " split points")};
     detail::evict_if_needed(cs, su.e, detail::target_of(ctx), evict);
     const auto k = detail::choose(cs, detail::target_of(ctx));
     return detail::finish(tl, std::move(cs[k]), kind, name(), su.e, {});

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/timeline.hpp>
@@ -42,6 +43,7 @@ struct engine_stats {
   double recompute_cost = 0.0;
   std::int64_t drops = 0, evictions = 0, bursts = 0;
   bool target_missed = false;  // some op could not be brought under the target
+  bool eviction_cut = false;   // the eviction deadline passed: no eviction after that point
 };
 
 // The default policy: drop nothing, keep what a burst recomputed until its next use.
@@ -119,12 +121,15 @@ class engine {
     return it == u.end() ? never : *it;
   }
 
-  // Replays the order under `pol`, evicting above `target` when `evict` is set.
+  // Replays the order under `pol`, evicting above `target` when `evict` is set. Eviction is the
+  // expensive part (O(live) per decision): with `until`, it stops when that deadline passes and the
+  // replay ends without it (the plan may then miss the target; stats say so).
   template <class Policy>
-  timeline run(Policy& pol, std::int64_t target, bool evict, engine_stats* stats = nullptr) {
+  timeline run(Policy& pol, std::int64_t target, bool evict, engine_stats* stats = nullptr, const deadline* until = nullptr) {
     init_state();
     target_ = target;
     evict_ = evict;
+    until_ = until;
     st_ = {};
     const auto n = static_cast<std::int32_t>(order_.size());
     for (std::int32_t i = 0; i < n; ++i) {
@@ -370,6 +375,11 @@ class engine {
       return;
     }
     if (live_ + need <= target_) return;
+    if (until_ && until_->expired()) {
+      evict_ = false;
+      st_.eviction_cut = st_.target_missed = true;
+      return;
+    }
     // Candidates: live storages that may be dropped, scored once for this decision.
     struct cand { double score; storage_id s; };
     std::vector<cand> cs;
@@ -419,6 +429,7 @@ class engine {
   std::vector<std::int32_t> pin_;  // storages the current op and burst still need
   std::int64_t live_ = 0, target_ = std::numeric_limits<std::int64_t>::max();
   bool evict_ = false;
+  const deadline* until_ = nullptr;
   std::int32_t now_ = 0;
   engine_stats st_;
 };

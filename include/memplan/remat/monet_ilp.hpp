@@ -166,7 +166,7 @@ struct monet_ilp {
         auto sp = *od;
         for (std::int32_t t = 0; t < f.n; ++t)
           for (std::int32_t i = 0; i <= t; ++i)
-            sp.impl(t, i) = variant == 0 ? f.alts[static_cast<std::size_t>(i)].front().impl : f.alts[static_cast<std::size_t>(i)].back().impl;
+            sp.set_impl(t, i, variant == 0 ? f.alts[static_cast<std::size_t>(i)].front().impl : f.alts[static_cast<std::size_t>(i)].back().impl);
         timeline t2 = tl;
         try {
           detail::staged_to_timeline(p, f, sp, t2);

@@ -53,13 +53,9 @@ struct revolve {
                                                          std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points, until);
     };
     auto attempt = [&](const std::shared_ptr<const detail::chain_table>& table, std::int32_t c) {
-      detail::split_policy<detail::table_split> pol(p, su.c, su.e, detail::table_split{table, c});
-      detail::candidate cand{su.e.run(pol, detail::target_of(ctx), false), 0.0, {}};
-      cand.rerun = [&su, pol, &ctx](bool ev) mutable { return su.e.run(pol, detail::target_of(ctx), ev); };
-      cand.cost = detail::recompute_cost(su.e, cand.tl);
-      cand.what = std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
-                  std::to_string(static_cast<long long>(table->cost(c))) + " segment recomputations)";
-      cs.push_back(std::move(cand));
+      cs.push_back(detail::replay(su.e, detail::split_policy<detail::table_split>(p, su.c, su.e, detail::table_split{table, c}), detail::target_of(ctx),
+                                  std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
+                                      std::to_string(static_cast<long long>(table->cost(c))) + " segment recomputations)"));
       return cs.back().tl.peak;
     };
     std::string how;
