@@ -87,6 +87,9 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
       const auto mp = make_plan();
       const double total = now_s() - t0;
       const double stage = stage_seconds(mp.stats);
+      if (stage > 1.1 * limit)  // past the target: what each stage did, to see which step overran
+        for (const auto& r : mp.stages)
+          std::printf("  overran: %s, %s: %.3f s: %s\n", policy.c_str(), graph.c_str(), r.seconds, r.note.substr(0, 400).c_str());
       ++w.runs;
       if (stage > w.stage) {
         w.stage = stage;
