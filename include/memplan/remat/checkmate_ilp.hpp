@@ -1132,6 +1132,57 @@ inline std::int64_t recompute_count(const timeline& tl) {
   return std::count_if(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind == step_kind::recompute; });
 }
 
+// A plan an *_ilp checkpointer may return or start its solve from (warm start, on-demand plans).
+struct ilp_candidate {
+  std::string who;
+  timeline tl;
+  double cost = 0;  // in the policy's objective
+};
+
+// The least costly candidate that meets the target, else the one with the lowest peak (nullptr: none).
+inline const ilp_candidate* best_candidate(const std::vector<ilp_candidate>& cands, std::int64_t target) {
+  const ilp_candidate* best = nullptr;
+  for (const auto& c : cands) {
+    if (!best) { best = &c; continue; }
+    const bool fc = c.tl.peak <= target, fb = best->tl.peak <= target;
+    if (fc != fb ? fc : (fc ? c.cost < best->cost : c.tl.peak < best->tl.peak)) best = &c;
+  }
+  return best;
+}
+
+// Gives the model the cheapest candidate that meets the target and that the model can represent as its
+// MILP start; returns what was used or why none was (`unrepresentable`: the policy's words for a plan
+// the model cannot hold).
+inline std::string set_warm_start(const problem& p, const checkmate_facts& f, const checkmate_model& mm, solver::model& m,
+                                  const std::vector<ilp_candidate>& cands, std::int64_t target, const std::string& unrepresentable) {
+  std::string note = "no warm start fits the target";
+  std::vector<const ilp_candidate*> fit;
+  for (const auto& c : cands)
+    if (c.tl.peak <= target) fit.push_back(&c);
+  std::stable_sort(fit.begin(), fit.end(), [](const ilp_candidate* a, const ilp_candidate* b) { return a->cost < b->cost; });
+  for (const auto* c : fit) {
+    std::string why;
+    auto sp = timeline_to_staged(p, f, c->tl, why);
+    if (!sp) {
+      note = "warm start " + c->who + " not used: " + why;
+      continue;
+    }
+    cleanup(p, f, *sp);
+    if (!mm.representable(*sp)) {
+      note = "warm start " + c->who + " not used: " + unrepresentable;
+      continue;
+    }
+    const auto x0 = mm.encode(*sp);
+    if (auto bad = m.violation(x0)) {
+      note = "warm start " + c->who + " not used: " + *bad;
+      continue;
+    }
+    m.set_start(x0);
+    return "warm start " + c->who + " (model cost " + ckm_num(sp->cost(f)) + ")";
+  }
+  return note;
+}
+
 }  // namespace detail
 
 struct checkmate_ilp {
@@ -1191,11 +1242,7 @@ struct checkmate_ilp {
     report(ctx.progress, name(), "warm start: " + warm_start.name(), clock.elapsed(), tl.peak, 0);
 
     // ---- warm starts: the plugged heuristic, then memplan's on-demand plan ----
-    struct candidate {
-      std::string who;
-      timeline tl;
-      double cost = 0;
-    };
+    using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
     std::string warm_summary;
     bool warm_ok = false;
@@ -1232,16 +1279,7 @@ struct checkmate_ilp {
       return f.unit_costs ? static_cast<double>(detail::recompute_count(x)) : detail::recompute_cost_of(p, x);
     };
     for (auto& c : cands) c.cost = model_cost(c.tl);
-    // The best fitting candidate (least cost), else the lowest peak (the smallest plan reached).
-    auto best_candidate = [&]() -> const candidate* {
-      const candidate* best = nullptr;
-      for (const auto& c : cands) {
-        if (!best) { best = &c; continue; }
-        const bool fc = c.tl.peak <= target, fb = best->tl.peak <= target;
-        if (fc != fb ? fc : (fc ? c.cost < best->cost : c.tl.peak < best->tl.peak)) best = &c;
-      }
-      return best;
-    };
+    auto best_candidate = [&] { return detail::best_candidate(cands, target); };
     auto fallback = [&](const std::string& why) {
       const auto* c = best_candidate();
       if (!c) return finish(tl, why + "; returned the timeline unchanged" + rebuilt);
@@ -1266,34 +1304,7 @@ struct checkmate_ilp {
     if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
 
     // Warm start: the cheapest fitting candidate that the model can represent.
-    std::string start_note = "no warm start fits the target";
-    {
-      std::vector<const candidate*> fit;
-      for (const auto& c : cands)
-        if (c.tl.peak <= target) fit.push_back(&c);
-      std::sort(fit.begin(), fit.end(), [](const candidate* a, const candidate* b) { return a->cost < b->cost; });
-      for (const auto* c : fit) {
-        std::string why;
-        auto sp = detail::timeline_to_staged(p, f, c->tl, why);
-        if (!sp) {
-          start_note = "warm start " + c->who + " not used: " + why;
-          continue;
-        }
-        detail::cleanup(p, f, *sp);
-        if (!mm.representable(*sp)) {
-          start_note = "warm start " + c->who + " not used: it recomputes values nothing needs";
-          continue;
-        }
-        const auto x0 = mm.encode(*sp);
-        if (auto bad = m.violation(x0)) {
-          start_note = "warm start " + c->who + " not used: " + *bad;
-          continue;
-        }
-        m.set_start(x0);
-        start_note = "warm start " + c->who + " (model cost " + detail::ckm_num(sp->cost(f)) + ")";
-        break;
-      }
-    }
+    const auto start_note = detail::set_warm_start(p, f, mm, m, cands, target, "it recomputes values nothing needs");
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
     auto within = solver::options_within(clock, limit);

@@ -134,11 +134,7 @@ struct monet_ilp {
     report(ctx.progress, name(), "warm start: " + warm_start.name(), clock.elapsed(), tl.peak, 0);
 
     // ---- warm starts ----
-    struct candidate {
-      std::string who;
-      timeline tl;
-      double cost = 0;
-    };
+    using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
     std::string warm_summary;
     bool warm_ok = false;
@@ -177,15 +173,7 @@ struct monet_ilp {
       }
     }
     for (auto& c : cands) c.cost = total_step_cost(p, c.tl);
-    auto best_candidate = [&]() -> const candidate* {
-      const candidate* best = nullptr;
-      for (const auto& c : cands) {
-        if (!best) { best = &c; continue; }
-        const bool fc = c.tl.peak <= target, fb = best->tl.peak <= target;
-        if (fc != fb ? fc : (fc ? c.cost < best->cost : c.tl.peak < best->tl.peak)) best = &c;
-      }
-      return best;
-    };
+    auto best_candidate = [&] { return detail::best_candidate(cands, target); };
     auto fallback = [&](const std::string& why) {
       const auto* c = best_candidate();
       if (!c) return finish(quick, why + "; returned every op on its fastest implementation, nothing recomputed");
@@ -209,34 +197,8 @@ struct monet_ilp {
                         " constraints, unit " + std::to_string(mm.unit()) + " B" + (mm.rounded() ? " (sizes rounded up: conservative)" : "");
     if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
 
-    std::string start_note = "no warm start fits the target";
-    {
-      std::vector<const candidate*> fit;
-      for (const auto& c : cands)
-        if (c.tl.peak <= target) fit.push_back(&c);
-      std::stable_sort(fit.begin(), fit.end(), [](const candidate* a, const candidate* b) { return a->cost < b->cost; });
-      for (const auto* c : fit) {
-        std::string why;
-        auto sp = detail::timeline_to_staged(p, f, c->tl, why);
-        if (!sp) {
-          start_note = "warm start " + c->who + " not used: " + why;
-          continue;
-        }
-        detail::cleanup(p, f, *sp);
-        if (!mm.representable(*sp)) {
-          start_note = "warm start " + c->who + " not used: the model cannot represent it (a recompute outside MONeT's stages, or of a value nothing needs)";
-          continue;
-        }
-        const auto x0 = mm.encode(*sp);
-        if (auto bad = m.violation(x0)) {
-          start_note = "warm start " + c->who + " not used: " + *bad;
-          continue;
-        }
-        m.set_start(x0);
-        start_note = "warm start " + c->who + " (model cost " + detail::ckm_num(sp->cost(f)) + ")";
-        break;
-      }
-    }
+    const auto start_note = detail::set_warm_start(p, f, mm, m, cands, target,
+                                                   "the model cannot represent it (a recompute outside MONeT's stages, or of a value nothing needs)");
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
     auto within = solver::options_within(clock, limit);
