@@ -670,8 +670,8 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     };
     std::int32_t failed = -1;
     for (t = 0; t < n && failed < 0; ++t) {
-      // An attempt is O(n^2) (every stage scans the ops run so far): 0.1-0.2 s at 3,000 ops, so the
-      // clock is read inside it too, not only between attempts.
+      // An attempt is O(n^2) (every stage scans the ops run so far, and touches rows not allocated
+      // yet), so the clock is read inside it too, not only between attempts.
       if ((t & 31) == 31 && clock.expired()) return std::nullopt;
       const auto o = f.order[static_cast<std::size_t>(t)];
       for (auto u : p.inputs(o))

@@ -207,8 +207,9 @@ class occupancy_index {
   // lowest), else on top of everything occupied then (find_gap's rule on the union of the sets read).
   // A gap of the union lies inside a gap of every set, so the free windows are narrowed set by set,
   // keeping only windows that still fit: the largest set is scanned once, the others only inside the
-  // windows left (binary search). Merging every set first cost one pass over all their ranges per
-  // buffer, quadratic on training graphs, whose saved activations keep thousands of ranges live.
+  // windows left (a cursor galloping forward). Merging every set first cost one pass over all their
+  // ranges per buffer: quadratic on training graphs, whose saved activations keep thousands of ranges
+  // live (docs/placement.md).
   [[nodiscard]] std::int64_t gap(std::int64_t lower, std::int64_t upper, std::int64_t size, std::int64_t align, fit rule) {
     constexpr auto open = std::numeric_limits<std::int64_t>::max();  // a window with no end: above everything
     spans_.clear();
