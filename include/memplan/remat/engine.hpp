@@ -43,7 +43,6 @@ struct engine_stats {
   double recompute_cost = 0.0;
   std::int64_t drops = 0, evictions = 0, bursts = 0;
   bool target_missed = false;  // some op could not be brought under the target
-  bool eviction_cut = false;   // the eviction deadline passed: no eviction after that point
 };
 
 // The default policy: drop nothing, keep what a burst recomputed until its next use.
@@ -123,7 +122,7 @@ class engine {
 
   // Replays the order under `pol`, evicting above `target` when `evict` is set. Eviction is the
   // expensive part (O(live) per decision): with `until`, it stops when that deadline passes and the
-  // replay ends without it (the plan may then miss the target; stats say so).
+  // replay ends without it (the plan may then miss the target: stats' target_missed).
   template <class Policy>
   timeline run(Policy& pol, std::int64_t target, bool evict, engine_stats* stats = nullptr, const deadline* until = nullptr) {
     init_state();
@@ -377,7 +376,7 @@ class engine {
     if (live_ + need <= target_) return;
     if (until_ && until_->expired()) {
       evict_ = false;
-      st_.eviction_cut = st_.target_missed = true;
+      st_.target_missed = true;
       return;
     }
     // Candidates: live storages that may be dropped, scored once for this decision.
