@@ -158,6 +158,25 @@ void run_scale(int ops_wanted, std::int64_t buffers) {
               "default|default (1 s limits) %.2f s (peak %lld); peak RSS %.0f MiB (%.0f MiB before the graph)\n",
               p.num_ops(), p.num_tensors(), built, given_s, static_cast<long long>(mp.stats.peak), default_s,
               static_cast<long long>(mp2.stats.peak), peak_rss_mib(), rss0);
+  // The greedy placers alone on the same graph's buffers (the given order's lifetimes, alignment 256):
+  // training graphs keep thousands of ranges live, the case their gap search must scale to
+  // (docs/placement.md). The hash of the offsets tells whether two builds place identically.
+  {
+    buffer_origin origin;
+    const auto bp = to_buffers(p, given_timeline(p), 256, origin);
+    const auto time_placer = [&](const char* what, const auto& placer) {
+      const double s0 = now_s();
+      const auto pl = placer.place(bp);
+      const double secs = now_s() - s0;
+      std::uint64_t h = 1469598103934665603ull;
+      for (auto x : pl.offsets) h = (h ^ static_cast<std::uint64_t>(x)) * 1099511628211ull;
+      std::printf("  %zu buffers placed by %-22s in %6.2f s, arena %lld, offsets hash %016llx\n", bp.buffers.size(), what, secs,
+                  static_cast<long long>(pl.arena), static_cast<unsigned long long>(h));
+    };
+    time_placer("best_fit", place::best_fit{});
+    time_placer("best_fit (temporal order)", place::best_fit{.order = place::best_fit::order_by::temporal});
+    time_placer("greedy_by_size", place::greedy_by_size{});
+  }
   if (buffers <= 0) return;
   // 1M buffers as MiniMalloc CSV text.
   std::mt19937_64 rng(3);
