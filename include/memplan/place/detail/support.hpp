@@ -234,7 +234,8 @@ class occupancy_index {
     for (const auto& [first, last] : spans_) {
       next_.clear();
       const auto keep = [&](std::int64_t a, std::int64_t b) {
-        if (b == open || (b > align_up(a, align) && b - align_up(a, align) >= size)) next_.push_back({a, b});
+        const auto pos = align_up(a, align);
+        if (b == open || (b > pos && b - pos >= size)) next_.push_back({a, b});
       };
       const range* it = first;  // windows are sorted and disjoint: the cursor only moves forward
       for (const auto& [a, b] : windows_) {
