@@ -75,6 +75,7 @@ struct plan_args {
   std::string graph, scheduler = "default", placer = "default", checkpointer, offloader, capacity, budget, output, svg, report_json, dot;
   double time_limit = -1;
   std::string bandwidth, device_flops, host_limit;  // offloading: bytes/s, FLOP/s (plain or 12e9), host bytes
+  std::string implementations = "no-slower";        // own | no-slower (plan_context::implementations)
   std::int64_t alignment = 1;
   bool quiet = false, verbose = false, deterministic = false;
 };
@@ -96,6 +97,7 @@ int run_plan(const plan_args& a) {
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
   ctx.deterministic = a.deterministic;
+  ctx.implementations = a.implementations == "own" ? implementation_choice::own : implementation_choice::no_slower;
   ctx.solver = cli::milp_backend();
   std::int64_t capacity = -1;
   if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
@@ -291,6 +293,11 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--bandwidth", pa.bandwidth, "offloading: device <-> host bytes per second (12e9, 12000000000)");
   plan->add_option("--device-flops", pa.device_flops, "offloading: FLOP per second of the device, for graphs whose costs are FLOPs (15e12)");
   plan->add_option("--host-limit", pa.host_limit, "offloading: host memory the offloaded values may use, in bytes (same syntax as --budget)");
+  plan->add_option("--implementations", pa.implementations,
+                   "for ops that list implementation alternatives: no-slower (each op on the least-workspace one no slower than its "
+                   "own, then on faster ones that fit within that peak) or own (every op on its own)")
+      ->check(CLI::IsMember({"own", "no-slower"}))
+      ->capture_default_str();
   plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");
   plan->add_option("--svg", pa.svg, "write an SVG heap map (steps x addresses)");
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
@@ -427,7 +434,8 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
                                  {{"--scheduler", sched_names},
                                   {"--checkpointer", checkpointers().joined_names()},
                                   {"--offloader", offloaders().joined_names()},
-                                  {"--placer", place_names}});
+                                  {"--placer", place_names},
+                                  {"--implementations", "own, no-slower"}});
       return 0;
     }
     if (*stats) return run_stats(sgraph, stop, sjson);

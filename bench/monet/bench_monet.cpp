@@ -13,7 +13,11 @@
 // then the ratios checkmate-O / monet_ilp and recompute-only / monet_greedy (MONeT: 1.2-1.8x vs
 // Checkmate), and the ILP solve times and statuses at the final targets.
 //
-// Usage: memplan_bench_monet [--time-limit S] [--iters N] [--no-ilp] [--backward-only] [--only SUBSTRING] [GRAPH.json.gz ...]
+// --no-slower instead prints, for every bundled export whose ops list implementations (or the graphs
+// named), `memplan plan`'s default pipeline with implementation_choice::own against its default
+// no_slower (core/implementations.hpp): the planned peak, the arena and the op steps' cost, as ratios.
+//
+// Usage: memplan_bench_monet [--time-limit S] [--iters N] [--no-ilp] [--backward-only] [--only SUBSTRING] [--no-slower] [GRAPH.json.gz ...]
 // (--backward-only: monet_ilp restricted to MONeT's Alg. 2 stages, forward ops recomputed before backward ops only)
 #include <algorithm>
 #include <chrono>
@@ -26,6 +30,8 @@
 #include <vector>
 
 #include <memplan/core/context.hpp>
+#include <memplan/core/implementations.hpp>
+#include <memplan/core/pipeline.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
@@ -33,6 +39,8 @@
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/monet_greedy.hpp>
 #include <memplan/remat/monet_ilp.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
 #ifdef MEMPLAN_BENCH_CBC
 #include <memplan/solver/cbc.hpp>
 #endif
@@ -95,6 +103,7 @@ plan_context ctx_for(std::int64_t b, double limit) {
   plan_context c;
   c.memory_target = b;
   c.time_limit_s = limit;
+  c.implementations = implementation_choice::own;  // "recompute only" keeps the default implementations
 #ifdef MEMPLAN_BENCH_CBC
   c.solver = solver::cbc{};
 #endif
@@ -115,12 +124,39 @@ outcome run_stage(const problem& p, const timeline& tl, const auto& stage, const
 
 }  // namespace
 
+// --no-slower: the default pipeline with every op on its own implementation, then with the no-slower choice.
+void no_slower_table(const std::vector<std::string>& files, const std::string& only) {
+  std::printf("memplan plan's defaults: implementations own -> no-slower (ratios no-slower / own)\n");
+  std::printf("%-30s %14s %8s %8s %10s %12s %12s\n", "graph", "own peak (B)", "peak", "arena", "op steps", "off fastest", "plan s");
+  for (const auto& file : files) {
+    if (!only.empty() && file.find(only) == std::string::npos) continue;
+    const auto p = io::read_graph(file);
+    if (!has_implementations(p)) continue;
+    auto run = [&](implementation_choice c) {
+      plan_context ctx;
+      ctx.implementations = c;
+      const auto t0 = clock_type::now();
+      auto mp = plan(p, schedule::default_scheduler{} | place::default_placer{}, ctx);
+      return std::pair{std::move(mp), secs_since(t0)};
+    };
+    const auto [own, own_s] = run(implementation_choice::own);
+    const auto [mine, mine_s] = run(implementation_choice::no_slower);
+    auto r = [](double a, double b) { return b > 0 ? a / b : 1.0; };
+    std::printf("%-30s %14lld %8.4f %8.4f %10.4f %5lld -> %-4lld %5.2f/%5.2f\n", std::filesystem::path(file).stem().stem().string().c_str(),
+                static_cast<long long>(own.stats.peak), r(static_cast<double>(mine.stats.peak), static_cast<double>(own.stats.peak)),
+                r(static_cast<double>(mine.arena), static_cast<double>(own.arena)), r(total_step_cost(p, mine), total_step_cost(p, own)),
+                static_cast<long long>(implementations_changed(p, own)), static_cast<long long>(implementations_changed(p, mine)), own_s, mine_s);
+    std::fflush(stdout);
+  }
+}
+
 int main(int argc, char** argv) {
   double limit = 20;
   int iters = 6;
   bool ilp = true;
   bool backward_only = false;  // monet_ilp{.backward_only = true}: MONeT's Alg. 2 stages
   std::string only;
+  bool no_slower = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -129,13 +165,25 @@ int main(int argc, char** argv) {
     else if (a == "--no-ilp") ilp = false;
     else if (a == "--backward-only") backward_only = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--no-slower") no_slower = true;
     else files.push_back(a);
   }
+  const bool named = !files.empty();
   if (files.empty()) {
     const std::filesystem::path dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
     for (const char* m : {"alexnet-train-b32", "vgg11-train-b32", "squeezenet1_0-train-b32", "resnet18-train-b32", "mobilenet_v2-train-b32",
                           "googlenet-train-b32", "vgg16-train-b32", "resnet50-train-b32"})
       files.push_back((dir / (std::string(m) + ".json.gz")).string());
+  }
+  if (no_slower) {
+    if (!named) {  // every bundled export
+      files.clear();
+      for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models"))
+        if (e.path().string().ends_with(".json.gz")) files.push_back(e.path().string());
+      std::sort(files.begin(), files.end());
+    }
+    no_slower_table(files, only);
+    return 0;
   }
 #ifndef MEMPLAN_BENCH_CBC
   if (ilp) std::printf("(built without memplan::cbc: the ILP rows are their fallbacks)\n");

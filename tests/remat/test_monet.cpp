@@ -154,13 +154,34 @@ TEST_CASE("default_checkpointer: with choose_implementations, monet_greedy over 
   CHECK(d.steps == g.steps);
   CHECK(d.stages.back().name == "default(monet_greedy)");
   CHECK(d.stages.back().note.rfind("default: implementations chosen", 0) == 0);
-  // Off (the default): every op on the implementation the timeline gives it (its own), as best_solver_free.
-  const auto k = remat::default_checkpointer{}.run(p, tl, ctx);
-  const auto b = remat::best_solver_free{}.run(p, tl, ctx);
+  // Off (the default): best_solver_free over the implementations the timeline gives (here every op's
+  // own); with implementation_choice::own, exactly its plan.
+  auto own_ctx = ctx;
+  own_ctx.implementations = implementation_choice::own;
+  const auto k = remat::default_checkpointer{}.run(p, tl, own_ctx);
+  const auto b = remat::best_solver_free{}.run(p, tl, own_ctx);
   CHECK(k.steps == b.steps);
   CHECK(remat::implementations_changed(p, k) == remat::implementations_changed(p, tl));
   CHECK(k.stages.back().name.rfind("default(", 0) == 0);
   CHECK(b.stages.back().name.rfind("best_solver_free(", 0) == 0);
+  // implementation_choice::no_slower (the default): the same recomputation, then ops on faster
+  // implementations (none slower than their own) where they fit under the plan's peak.
+  const auto u = remat::default_checkpointer{}.run(p, tl, ctx);
+  const auto bu = remat::best_solver_free{}.run(p, tl, ctx);
+  CHECK(violation_of(p, u) == "<valid>");
+  REQUIRE(u.steps.size() == bu.steps.size());
+  int moved = 0;
+  for (std::size_t i = 0; i < u.steps.size(); ++i) {
+    CHECK(u.steps[i].kind == bu.steps[i].kind);
+    CHECK(u.steps[i].id == bu.steps[i].id);
+    if (runs_op(u.steps[i].kind)) CHECK(step_cost(p, u.steps[i]) <= std::max(p.cost(u.steps[i].id), step_cost(p, bu.steps[i])));
+    moved += u.steps[i].impl != bu.steps[i].impl;
+  }
+  CHECK(u.peak <= bu.peak);
+  CHECK(remat::total_step_cost(p, u) <= remat::total_step_cost(p, bu));
+  CHECK((moved > 0) == (u.stages.back().note.find("on a faster implementation that fits") != std::string::npos));
+  MESSAGE("default_checkpointer at 3/4 of the peak: " << moved << " op steps moved to faster implementations, cost "
+                                                      << remat::total_step_cost(p, bu) << " -> " << remat::total_step_cost(p, u));
   // A graph without alternatives: exactly best_solver_free.
   const auto q = make_problem(testing::training_chain(3, {.layers = 3}));
   const auto tq = given_timeline(q);

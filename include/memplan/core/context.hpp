@@ -49,6 +49,12 @@ class analysis_cache {
   std::optional<std::int64_t> op_local_, given_peak_;
 };
 
+// Which implementation each op runs where a timeline is born from an order (core/implementations.hpp).
+enum class implementation_choice {
+  own,        // every op its own (cost, workspace), as the graph gives it
+  no_slower,  // alternatives no slower than the op's own: the least workspace, then faster ones that fit the peak
+};
+
 struct plan_context {
   // ---- memory ----
   // Bytes the final arena must fit (`memplan plan --budget`). Checkpointers and offloaders work to
@@ -61,6 +67,10 @@ struct plan_context {
   // The peak a checkpointer or offloader aims at (-1: the arena limit). plan() lowers it below the
   // budget when the placed arena overshoots, and runs those stages again.
   std::int64_t memory_target = -1;
+
+  // ---- operator implementations (ops that list alternatives; MONeT §4) ----
+  // Checkpointers that choose implementations themselves (remat::monet_greedy, monet_ilp) choose afresh.
+  implementation_choice implementations = implementation_choice::no_slower;
 
   // ---- the device's clock (offloaders: op durations, transfer bandwidth, host limit) ----
   device_timing timing{};

@@ -208,7 +208,7 @@ class cut_evaluator {
   [[nodiscard]] cheap cheap_bounds() {
     const auto& p = *p_;
     cheap c;
-    c.local = p.resident_bytes() + p.workspace(v_);
+    c.local = p.resident_bytes() + min_workspace(p, v_);  // its least over the implementations
     for (auto s : p.touched(v_))
       if (!p.resident(s)) { c.local += p.storage_bytes(s); touched_[static_cast<std::size_t>(s)] = 1; }
     std::int64_t maybe = 0;

@@ -5,6 +5,8 @@
 //                             {.budget = 8_GiB});
 //
 // Without a scheduler the graph's given order is the starting timeline; a pipeline must end placed.
+// Where the timeline is born, ops that list implementations get the ones ctx.implementations chooses
+// (default: no slower than their own, least workspace first; core/implementations.hpp).
 // Budget semantics: the final arena fits min(budget, capacity). When the placed arena overshoots and
 // the pipeline has a checkpointer or offloader, their target is lowered by the overshoot and they run
 // again (with the stages after them); when that cannot succeed, errc::infeasible says the smallest
@@ -21,6 +23,7 @@
 #include <memplan/base/error.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -76,7 +79,6 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   const auto limit = ctx.arena_limit();
   const bool limited = limit != std::numeric_limits<std::int64_t>::max();
 
-  timeline start = contains_kind<S>(stage_kind::scheduler) ? timeline{} : given_timeline(p);
   timeline before_reduce;
   std::size_t reduce_at = std::numeric_limits<std::size_t>::max();
   timeline tl;
@@ -84,6 +86,14 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   plan_context run_ctx = ctx;
   if (has_reducer && limited) run_ctx.budget = run_ctx.capacity = -1;
   if (has_reducer && limited && ctx.memory_target < 0) run_ctx.memory_target = limit;
+  // Without a scheduler, the given order's timeline, its ops' implementations chosen as a scheduler's
+  // would be (the choice is then recorded as the given order's).
+  timeline start;
+  if constexpr (!contains_kind<S>(stage_kind::scheduler)) {
+    start = given_timeline(p);
+    if (auto chosen = apply_implementation_choice(p, start, run_ctx); !chosen.empty())
+      start.stages.push_back({stage_kind::scheduler, "given", 0.0, std::move(chosen)});
+  }
   try {
     tl = detail::run_from(stages, 0, p, std::move(start), run_ctx, &before_reduce, &reduce_at);
   } catch (const error& e) {

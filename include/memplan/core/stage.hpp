@@ -27,6 +27,7 @@
 #include <memplan/base/kinds.hpp>
 #include <memplan/core/buffer.hpp>
 #include <memplan/core/context.hpp>
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/timeline.hpp>
 
@@ -141,7 +142,8 @@ std::string stage_name(const S& s) {
   return std::string(s.name());
 }
 
-// A scheduler's order becomes the timeline (built once from the order's lifetimes).
+// A scheduler's order becomes the timeline (built once from the order's lifetimes), its ops on the
+// implementations ctx.implementations chooses.
 template <scheduler S>
 timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ctx) {
   auto r = memplan::run_scheduler(s, p, ctx);
@@ -150,7 +152,10 @@ timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ct
   auto tl = make_timeline(p, r.order);
   tl.order_lower_bound = r.lower_bound;
   tl.order_optimal = r.optimal;
-  tl.stages.push_back({stage_kind::scheduler, r.policy.empty() ? stage_name(s) : r.policy, 0.0, r.note});
+  // The ops' implementations (ctx.implementations), chosen on this order.
+  const auto chosen = apply_implementation_choice(p, tl, ctx);
+  tl.stages.push_back({stage_kind::scheduler, r.policy.empty() ? stage_name(s) : r.policy, 0.0,
+                       r.note.empty() ? chosen : chosen.empty() ? r.note : r.note + "; " + chosen});
   return tl;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 
@@ -78,27 +79,22 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
   r.alignment = mp.alignment;
   r.steps = static_cast<std::int64_t>(mp.steps.size());
   // Graphs without costs: one unit per op (docs/format.md).
-  bool has_costs = false;
-  for (op_id o = 0; o < p.num_ops() && !has_costs; ++o) has_costs = p.cost(o) > 0;
-  r.cost_unit = has_costs ? (p.cost_unit().empty() ? std::string("graph units") : p.cost_unit()) : std::string("ops");
-  r.compute_cost = has_costs ? st.compute_cost : static_cast<double>(p.num_ops());
+  bool costed = false;
+  for (op_id o = 0; o < p.num_ops() && !costed; ++o) costed = p.cost(o) > 0;
+  r.cost_unit = costed ? (p.cost_unit().empty() ? std::string("graph units") : p.cost_unit()) : std::string("ops");
+  r.compute_cost = costed ? st.compute_cost : static_cast<double>(p.num_ops());
   for (const auto& s : mp.steps)
     if (s.kind == step_kind::recompute) {
       ++r.recomputed_ops;
-      if (!has_costs) r.recompute_cost += 1.0;
+      if (!costed) r.recompute_cost += 1.0;
     }
-  if (has_costs) r.recompute_cost = st.recompute_cost;
+  if (costed) r.recompute_cost = st.recompute_cost;
   r.overhead = r.compute_cost > 0 ? r.recompute_cost / r.compute_cost : 0.0;
-  for (op_id o = 0; o < p.num_ops() && !r.has_implementations; ++o) r.has_implementations = !p.implementations(o).empty();
+  r.has_implementations = has_implementations(p);
   if (r.has_implementations) {
-    for (const auto& s : mp.steps) {
-      if (!runs_op(s.kind)) continue;
-      r.steps_cost += has_costs ? step_cost(p, s) : 1.0;
-      if (s.kind != step_kind::compute) continue;
-      double fastest = p.cost(s.id);
-      for (const auto& im : p.implementations(s.id)) fastest = std::min(fastest, im.cost);
-      r.implementations_changed += step_cost(p, s) > fastest;
-    }
+    for (const auto& s : mp.steps)
+      if (runs_op(s.kind)) r.steps_cost += costed ? step_cost(p, s) : 1.0;
+    r.implementations_changed = implementations_changed(p, mp.steps);
     r.steps_overhead = r.compute_cost > 0 ? r.steps_cost / r.compute_cost - 1.0 : 0.0;
   }
   r.checkpointer = st.checkpointer;

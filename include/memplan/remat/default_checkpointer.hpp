@@ -1,14 +1,18 @@
 #pragma once
 // remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named.
 // remat::best_solver_free (the best plan of the solver-free checkpointers within the time budget,
-// least recompute cost, each op on the implementation the timeline gives it). With
+// least recompute cost, each op on the implementation the timeline gives it; then, under
+// implementation_choice::no_slower, faster implementations where they fit under the plan's peak). With
 // choose_implementations = true, on a graph whose ops list implementation alternatives (MONeT's
 // algorithms): remat::monet_greedy over best_solver_free, which chooses every op's implementation
 // together with the recomputation (least total step cost) -- about a dozen best_solver_free runs, so
 // opt-in (`memplan plan --checkpointer monet_greedy` on the command line).
+#include <algorithm>
+#include <sstream>
 #include <string>
 
 #include <memplan/core/context.hpp>
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
@@ -25,8 +29,22 @@ struct default_checkpointer {
   [[nodiscard]] std::string name() const { return "default"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    if (!choose_implementations || !has_implementations(p))
-      return best_solver_free{.time_limit_s = time_limit_s}.run_as(p, std::move(tl), ctx, name());
+    if (!choose_implementations || !has_implementations(p)) {
+      auto out = best_solver_free{.time_limit_s = time_limit_s}.run_as(p, std::move(tl), ctx, name());
+      // With the recomputation fixed, ops move to faster implementations (none slower than their own)
+      // where their workspace fits under the plan's peak (and the target): the step after
+      // implementation_choice::no_slower's, which leaves the room to the checkpointer above the target.
+      if (ctx.implementations == implementation_choice::no_slower && has_implementations(p) && !out.stages.empty()) {
+        const auto before = total_step_cost(p, out);
+        if (const auto moved = upgrade_no_slower(p, out, std::min(out.peak, ctx.peak_target())); moved > 0) {
+          std::ostringstream os;
+          os << "; then " << moved << " ops on a faster implementation that fits under the peak (op steps cost " << before << " -> "
+             << total_step_cost(p, out) << ")";
+          out.stages.back().note += os.str();
+        }
+      }
+      return out;
+    }
     const auto records = tl.stages.size();
     auto out = monet_greedy{.inner = best_solver_free{.time_limit_s = time_limit_s}, .time_limit_s = implementations_time_limit_s}.run(p, std::move(tl), ctx);
     if (out.stages.size() > records) {

@@ -38,6 +38,7 @@
 #include <memplan/base/error.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/context.hpp>
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
@@ -47,101 +48,15 @@
 
 namespace memplan::remat {
 
-// One way to run an op: index into problem::implementations (-1: the op's own), its cost and workspace.
-struct impl_alternative {
-  std::int32_t impl = -1;
-  double cost = 0.0;
-  std::int64_t workspace = 0;
-};
-
-// The Pareto front of an op's alternatives over (cost, workspace), fastest first (then least
-// workspace; ties: the one listed first, the op's own before its implementations).
-inline std::vector<impl_alternative> implementation_front(const problem& p, op_id o) {
-  std::vector<impl_alternative> all{{-1, p.cost(o), p.workspace(o)}};
-  const auto ims = p.implementations(o);
-  for (std::size_t k = 0; k < ims.size(); ++k) all.push_back({static_cast<std::int32_t>(k), ims[k].cost, ims[k].workspace});
-  std::stable_sort(all.begin(), all.end(), [](const impl_alternative& a, const impl_alternative& b) {
-    return a.cost != b.cost ? a.cost < b.cost : a.workspace < b.workspace;
-  });
-  std::vector<impl_alternative> front;
-  for (const auto& a : all)
-    if (front.empty() || a.workspace < front.back().workspace) front.push_back(a);
-  return front;
-}
-
-// Whether any op of the problem has implementation alternatives.
-inline bool has_implementations(const problem& p) {
-  for (op_id o = 0; o < p.num_ops(); ++o)
-    if (!p.implementations(o).empty()) return true;
-  return false;
-}
-
-// Total compute cost of a timeline's op steps (MONeT eq. 9: forward, backward and recomputation), in the
-// graph's cost units, or one unit per op step when the graph gives no costs.
-inline double total_step_cost(const problem& p, const timeline& tl) {
-  bool any = false;
-  for (op_id o = 0; o < p.num_ops() && !any; ++o) {
-    any = p.cost(o) > 0;
-    for (const auto& im : p.implementations(o)) any |= im.cost > 0;
-  }
-  double c = 0;
-  for (const auto& s : tl.steps)
-    if (runs_op(s.kind)) c += any ? step_cost(p, s) : 1.0;
-  return c;
-}
-
-// Ops not on their fastest implementation in a timeline's compute steps (the report's implementations_changed).
-inline std::int64_t implementations_changed(const problem& p, const timeline& tl) {
-  std::int64_t k = 0;
-  for (const auto& s : tl.steps)
-    if (s.kind == step_kind::compute && step_cost(p, s) > implementation_front(p, s.id).front().cost) ++k;
-  return k;
-}
-
+// The front, counts and helpers moved to core/implementations.hpp (the pipeline's own choice uses them).
+using memplan::has_implementations;
+using memplan::impl_alternative;
+using memplan::implementation_front;
+using memplan::implementations_changed;
+using memplan::total_step_cost;
 namespace detail {
-
-// Sets the compute steps' implementations (impl[op]) and, for recompute steps, the same; re-derives.
-inline void set_impls(const problem& p, timeline& tl, const std::vector<std::int32_t>& impl) {
-  for (auto& s : tl.steps)
-    if (runs_op(s.kind)) s.impl = impl[static_cast<std::size_t>(s.id)];
-  derive(p, tl);
-}
-
-// Step 3: the fastest alternatives that fit the memory left where they run.
-inline void upgrade_impls(const problem& p, timeline& tl, const std::vector<std::vector<impl_alternative>>& front,
-                          std::int64_t target, bool one_impl_per_op) {
-  constexpr auto inf = std::numeric_limits<std::int64_t>::max();
-  // Room for the workspace of each op step: target minus what lives beside its workspace.
-  std::vector<std::int64_t> room;
-  std::vector<std::size_t> at;
-  std::size_t tick = 0;
-  for (std::size_t i = 0; i < tl.steps.size(); ++i) {
-    const auto& s = tl.steps[i];
-    if (!runs_op(s.kind)) continue;
-    const auto others = tl.live[tick] - step_workspace(p, s);
-    room.push_back(target == inf ? inf : target - others);
-    at.push_back(i);
-    ++tick;
-  }
-  auto pick = [&](op_id o, std::int64_t r) {
-    const auto& fr = front[static_cast<std::size_t>(o)];
-    for (const auto& a : fr)
-      if (a.workspace <= r) return a.impl;
-    return fr.back().impl;  // nothing fits: the least workspace
-  };
-  if (one_impl_per_op) {
-    std::vector<std::int64_t> op_room(static_cast<std::size_t>(p.num_ops()), inf);
-    for (std::size_t k = 0; k < at.size(); ++k) {
-      auto& r = op_room[static_cast<std::size_t>(tl.steps[at[k]].id)];
-      r = std::min(r, room[k]);
-    }
-    for (auto i : at) tl.steps[i].impl = pick(tl.steps[i].id, op_room[static_cast<std::size_t>(tl.steps[i].id)]);
-  } else {
-    for (std::size_t k = 0; k < at.size(); ++k) tl.steps[at[k]].impl = pick(tl.steps[at[k]].id, room[k]);
-  }
-  derive(p, tl);
-}
-
+using memplan::detail::set_impls;
+using memplan::detail::upgrade_impls;
 }  // namespace detail
 
 struct monet_greedy {

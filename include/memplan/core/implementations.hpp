@@ -1,0 +1,252 @@
+#pragma once
+// Operator implementations (MONeT §4): an op may run its own (cost, workspace) or one of
+// problem::implementations(op) -- convolution algorithms, in-place or output-activated variants. Here:
+// the Pareto front of an op's alternatives, the counts the report shows, and the choice every pipeline
+// makes where a timeline is born from an order (plan_context::implementations):
+//
+//   implementation_choice::own        every op runs its own implementation, as the graph gives it.
+//   implementation_choice::no_slower  (the default) a choice that costs nothing:
+//     A. each op takes, among its alternatives no slower than its own (cost <= its own cost), the one
+//        with the least workspace: no op step gets slower and the peak cannot rise;
+//     B. when the timeline then meets the memory target (or there is none): with that profile fixed,
+//        each op takes its fastest alternative, still no slower than its own, whose workspace fits the
+//        room left at every tick it runs (the peak after A minus what lives beside its workspace
+//        there). A workspace lives only while its own step runs, so the peak does not rise while op
+//        steps get faster. Above the target, B is left out: the room is the checkpointer's (or the
+//        offloader's) to use, and they start from A's least workspace.
+//     Speed is the graph's cost model (problem::cost, implementation::cost): "no slower" is as good
+//     as those figures. The scheduler orders with each op's own workspace; the choice follows the order.
+//
+// Checkpointers and offloaders start from the timeline's choices (remat::best_solver_free runs every
+// recompute on the op's chosen implementation); remat::monet_greedy / monet_ilp choose afresh, jointly
+// with what they recompute.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <memplan/core/context.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/timeline.hpp>
+
+namespace memplan {
+
+// One way to run an op: index into problem::implementations (-1: the op's own), its cost and workspace.
+struct impl_alternative {
+  std::int32_t impl = -1;
+  double cost = 0.0;
+  std::int64_t workspace = 0;
+};
+
+// The Pareto front of an op's alternatives over (cost, workspace), fastest first (then least
+// workspace; ties: the one listed first, the op's own before its implementations). Along the front
+// costs rise and workspaces fall.
+inline std::vector<impl_alternative> implementation_front(const problem& p, op_id o) {
+  std::vector<impl_alternative> all{{-1, p.cost(o), p.workspace(o)}};
+  const auto ims = p.implementations(o);
+  for (std::size_t k = 0; k < ims.size(); ++k) all.push_back({static_cast<std::int32_t>(k), ims[k].cost, ims[k].workspace});
+  std::stable_sort(all.begin(), all.end(), [](const impl_alternative& a, const impl_alternative& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.workspace < b.workspace;
+  });
+  std::vector<impl_alternative> front;
+  for (const auto& a : all)
+    if (front.empty() || a.workspace < front.back().workspace) front.push_back(a);
+  return front;
+}
+
+// Whether any op of the problem has implementation alternatives.
+inline bool has_implementations(const problem& p) {
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (!p.implementations(o).empty()) return true;
+  return false;
+}
+
+// Whether any op or implementation of the problem has a cost (graphs without costs: one unit per op).
+inline bool has_costs(const problem& p) {
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    if (p.cost(o) > 0) return true;
+    for (const auto& im : p.implementations(o))
+      if (im.cost > 0) return true;
+  }
+  return false;
+}
+
+// Total compute cost of a timeline's op steps (MONeT eq. 9: forward, backward and recomputation), in the
+// graph's cost units, or one unit per op step when the graph gives no costs.
+inline double total_step_cost(const problem& p, const timeline& tl) {
+  const bool any = has_costs(p);
+  double c = 0;
+  for (const auto& s : tl.steps)
+    if (runs_op(s.kind)) c += any ? step_cost(p, s) : 1.0;
+  return c;
+}
+
+// Ops not on their fastest implementation in a timeline's compute steps (the report's implementations_changed).
+inline std::int64_t implementations_changed(const problem& p, const std::vector<step>& steps) {
+  std::int64_t k = 0;
+  for (const auto& s : steps) {
+    if (s.kind != step_kind::compute) continue;
+    double fastest = p.cost(s.id);
+    for (const auto& im : p.implementations(s.id)) fastest = std::min(fastest, im.cost);
+    k += step_cost(p, s) > fastest;
+  }
+  return k;
+}
+inline std::int64_t implementations_changed(const problem& p, const timeline& tl) { return implementations_changed(p, tl.steps); }
+
+namespace detail {
+
+// Sets the op steps' implementations (impl[op], compute and recompute alike) and re-derives.
+inline void set_impls(const problem& p, timeline& tl, const std::vector<std::int32_t>& impl) {
+  for (auto& s : tl.steps)
+    if (runs_op(s.kind)) s.impl = impl[static_cast<std::size_t>(s.id)];
+  derive(p, tl);
+}
+
+// Room for the workspace of each op: `target` minus what lives beside its workspace, the least over
+// the ticks its steps run (one entry per op; no steps: unlimited).
+inline std::vector<std::int64_t> workspace_room(const problem& p, const timeline& tl, std::int64_t target) {
+  constexpr auto inf = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> room(static_cast<std::size_t>(p.num_ops()), inf);
+  std::size_t tick = 0;
+  for (const auto& s : tl.steps) {
+    if (!runs_op(s.kind)) continue;
+    const auto r = target == inf ? inf : target - (tl.live[tick] - step_workspace(p, s));
+    auto& o = room[static_cast<std::size_t>(s.id)];
+    o = std::min(o, r);
+    ++tick;
+  }
+  return room;
+}
+
+// remat::monet_greedy's step 3: the fastest alternatives that fit the memory left where they run (the
+// least-workspace one when none fits). One implementation per op, or per step (one_impl_per_op false).
+inline void upgrade_impls(const problem& p, timeline& tl, const std::vector<std::vector<impl_alternative>>& front,
+                          std::int64_t target, bool one_impl_per_op) {
+  constexpr auto inf = std::numeric_limits<std::int64_t>::max();
+  auto pick = [&](op_id o, std::int64_t r) {
+    const auto& fr = front[static_cast<std::size_t>(o)];
+    for (const auto& a : fr)
+      if (a.workspace <= r) return a.impl;
+    return fr.back().impl;  // nothing fits: the least workspace
+  };
+  if (one_impl_per_op) {
+    const auto op_room = workspace_room(p, tl, target);
+    for (auto& s : tl.steps)
+      if (runs_op(s.kind)) s.impl = pick(s.id, op_room[static_cast<std::size_t>(s.id)]);
+  } else {
+    std::size_t tick = 0;
+    for (auto& s : tl.steps) {
+      if (!runs_op(s.kind)) continue;
+      const auto r = target == inf ? inf : target - (tl.live[tick] - step_workspace(p, s));
+      s.impl = pick(s.id, r);
+      ++tick;
+    }
+  }
+  derive(p, tl);
+}
+
+}  // namespace detail
+
+// Moves ops to faster alternatives, none slower than the op's own, whose workspace fits under `limit` at
+// every step the op runs (limit minus what lives beside its workspace there). A workspace lives only
+// while its own step runs, so no step's live bytes rise above max(what they were, limit): with limit
+// <= the peak, the peak does not rise. Ops whose steps run different implementations are left as they
+// are. Returns how many ops moved.
+inline std::int64_t upgrade_no_slower(const problem& p, timeline& tl, std::int64_t limit) {
+  const auto n = static_cast<std::size_t>(p.num_ops());
+  constexpr std::int32_t mixed = -2, unseen = -3;
+  std::vector<std::int32_t> cur(n, unseen);
+  for (const auto& s : tl.steps)
+    if (runs_op(s.kind)) {
+      auto& c = cur[static_cast<std::size_t>(s.id)];
+      c = c == unseen || c == s.impl ? s.impl : mixed;
+    }
+  const auto room = detail::workspace_room(p, tl, limit);
+  std::vector<std::int32_t> next(cur);
+  std::int64_t moved = 0;
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    const auto i = static_cast<std::size_t>(o);
+    if (cur[i] < -1 || p.implementations(o).empty()) continue;
+    const auto now = cur[i] < 0 ? p.cost(o) : p.implementations(o)[static_cast<std::size_t>(cur[i])].cost;
+    for (const auto& a : implementation_front(p, o)) {  // fastest first
+      if (a.cost >= now) break;
+      if (a.cost <= p.cost(o) && a.workspace <= room[i]) {
+        next[i] = a.impl;
+        ++moved;
+        break;
+      }
+    }
+  }
+  if (moved == 0) return 0;
+  for (auto& s : tl.steps)
+    if (runs_op(s.kind)) s.impl = next[static_cast<std::size_t>(s.id)];
+  derive(p, tl);
+  return moved;
+}
+
+// What implementation_choice::no_slower did to a timeline.
+struct no_slower_choice {
+  std::int64_t less_workspace = 0;  // ops moved (step A) to an alternative with less workspace than their own
+  std::int64_t faster = 0;          // ops on an alternative faster than their own (step B)
+  std::int64_t peak_before = 0, peak_after = 0;
+  double cost_before = 0.0, cost_after = 0.0;  // total_step_cost
+  [[nodiscard]] bool changed() const noexcept { return less_workspace > 0 || faster > 0; }
+};
+
+// Steps A and B of implementation_choice::no_slower (above) on a timeline, one implementation per op
+// (its computation and any recomputation), measured against every op on its own implementation.
+// target < 0: no memory target.
+inline no_slower_choice choose_no_slower_implementations(const problem& p, timeline& tl, std::int64_t target = -1) {
+  no_slower_choice r;
+  const auto n = static_cast<std::size_t>(p.num_ops());
+  if (std::any_of(tl.steps.begin(), tl.steps.end(), [](const step& s) { return runs_op(s.kind) && s.impl != -1; }))
+    detail::set_impls(p, tl, std::vector<std::int32_t>(n, -1));
+  r.peak_before = tl.peak;
+  r.cost_before = total_step_cost(p, tl);
+  // A: the least-workspace alternative among those no slower than the op's own: the last of the
+  // front's entries no slower than the own (costs rise along it, workspaces fall).
+  std::vector<std::int32_t> impl(n, -1);
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    if (p.implementations(o).empty()) continue;
+    const auto front = implementation_front(p, o);
+    std::size_t last = 0;
+    while (last + 1 < front.size() && front[last + 1].cost <= p.cost(o)) ++last;
+    impl[static_cast<std::size_t>(o)] = front[last].impl;
+    r.less_workspace += front[last].workspace < p.workspace(o);
+  }
+  detail::set_impls(p, tl, impl);
+  // B: the fastest alternative of that prefix whose workspace fits the room under the peak -- only
+  // when the timeline meets the target: below it, the room belongs to the checkpointer or offloader.
+  if (target < 0 || tl.peak <= target) upgrade_no_slower(p, tl, tl.peak);
+  for (const auto& s : tl.steps)
+    r.faster += s.kind == step_kind::compute && step_cost(p, s) < p.cost(s.id);
+  r.peak_after = tl.peak;
+  r.cost_after = total_step_cost(p, tl);
+  return r;
+}
+
+// The choice plan_context::implementations asks for, where a timeline is born (a scheduler's order, or
+// the given order when the pipeline has no scheduler). Returns a note for the stage record ("" when
+// nothing changed). A scheduler's bound and optimality hold for its ops' own workspaces: when an op
+// now runs with less, they are dropped (plan() still certifies against lower_bound_peak, which takes
+// every op's least workspace).
+inline std::string apply_implementation_choice(const problem& p, timeline& tl, const plan_context& ctx) {
+  if (ctx.implementations == implementation_choice::own || !has_implementations(p)) return {};
+  const auto target = ctx.has_memory_limit() ? ctx.peak_target() : std::int64_t{-1};
+  const auto r = choose_no_slower_implementations(p, tl, target);
+  if (!r.changed()) return {};
+  if (r.less_workspace > 0) {
+    tl.order_lower_bound = 0;
+    tl.order_optimal = false;
+  }
+  std::ostringstream os;
+  os << "implementations (none slower than the op's own): " << r.less_workspace << " ops first moved to one with less workspace, "
+     << r.faster << " then run on a faster one that fits; peak " << r.peak_before << " -> " << r.peak_after << " bytes, op steps cost " << r.cost_before
+     << " -> " << r.cost_after;
+  return os.str();
+}
+
+}  // namespace memplan
