@@ -33,6 +33,9 @@ struct options {
   std::int64_t capacity = -1;          // arena limit in bytes (errc::infeasible above it); -1: none
   bool reorder = true;                 // false: keep the graph's given order, only place
   bool deterministic = false;          // work limits instead of time limits (plan_context::deterministic)
+  // Ops that list implementations: the least-workspace one no slower than their own, then faster ones
+  // that fit under that peak (plan_context::implementations; own: as the graph gives them).
+  implementation_choice implementations = implementation_choice::no_slower;
 };
 
 // The pipeline optimize() runs, for users who want to compose further.
@@ -49,6 +52,7 @@ inline memory_plan optimize(const problem& p, const options& opt = {}) {
   ctx.alignment = opt.alignment;
   ctx.capacity = opt.capacity;
   ctx.deterministic = opt.deterministic;
+  ctx.implementations = opt.implementations;
   if (!opt.reorder) {
     place::default_placer pl;
     pl.time_limit_s = opt.place_time_limit_s;

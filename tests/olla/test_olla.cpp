@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/olla.hpp>
 
 #include "../support/brute_force.hpp"
@@ -55,4 +56,21 @@ TEST_CASE("olla::optimize: the lower bound, the given peak and the plan's timeli
   CHECK(counters.timelines == 1);     // the chosen order's lifetimes and profile: built once, placed and reported from
   MESSAGE("storage_lifetimes calls (candidate orders of the search included): " << counters.lifetimes.load()
           << ", topological checks: " << counters.topological_checks.load());
+}
+
+TEST_CASE("olla::optimize: implementations no slower than each op's own by default, the own ones on request") {
+  problem_builder b("impls");
+  const auto x = b.add_tensor("x", 100, tensor_kind::input);
+  const auto h = b.add_tensor("h", 100, tensor_kind::activation);
+  const auto y = b.add_tensor("y", 4, tensor_kind::output);
+  b.add_op("conv", {x}, {h}, "conv", op_phase::forward, 10.0, 1000, {{"slow", 20.0, 0}, {"lean", 10.0, 8}});
+  b.add_op("head", {h}, {y}, "linear", op_phase::forward, 1.0, 0);
+  const auto p = b.build();
+  const auto mp = olla::optimize(p);
+  CHECK(verify(p, mp).ok);
+  CHECK(mp.steps.front().impl == 1);  // lean: as fast as the own, 8 bytes of workspace instead of 1000
+  CHECK(mp.stats.peak == 208);
+  const auto own = olla::optimize(p, {.implementations = implementation_choice::own});
+  CHECK(own.steps.front().impl == -1);
+  CHECK(own.stats.peak == 1200);
 }
