@@ -19,6 +19,7 @@
 
 #include "../support/random_dag.hpp"
 #include "../support/stack_placer.hpp"
+#include "../support/with_ops.hpp"
 
 using namespace memplan;
 
@@ -29,26 +30,17 @@ namespace {
 problem with_random_implementations(const problem& p, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  problem_builder b(p.name(), p.options());
-  for (tensor_id t = 0; t < p.num_tensors(); ++t) b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
-  for (tensor_id t = 0; t < p.num_tensors(); ++t)
-    if (p.inplace_of(t) != no_id) b.set_inplace_of(t, p.inplace_of(t));
-  for (op_id o = 0; o < p.num_ops(); ++o) {
-    auto in = p.inputs(o);
-    auto out = p.outputs(o);
+  return testing::with_ops(p, [&](const problem& q, op_id o, testing::op_fields& f) {
     std::int64_t out_bytes = 4;
-    for (auto t : out) out_bytes += p.bytes(t);
-    const auto own = static_cast<double>(uni(10, 20));
-    const auto own_ws = uni(0, 1) ? uni(0, 2 * out_bytes) : 0;
-    std::vector<implementation> im;
+    for (auto t : q.outputs(o)) out_bytes += q.bytes(t);
+    f.cost = static_cast<double>(uni(10, 20));
+    f.workspace = uni(0, 1) ? uni(0, 2 * out_bytes) : 0;
+    f.impls.clear();
     for (auto k = uni(0, 3); k > 0; --k) {
-      const auto c = uni(0, 3) == 0 ? own : static_cast<double>(uni(5, 30));
-      im.push_back({testing::numbered("alt", k), c, uni(0, 2 * out_bytes)});
+      const auto c = uni(0, 3) == 0 ? f.cost : static_cast<double>(uni(5, 30));
+      f.impls.push_back({testing::numbered("alt", k), c, uni(0, 2 * out_bytes)});
     }
-    b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), own, own_ws, im);
-  }
-  for (auto [x, y] : p.extra_edges()) b.add_edge(x, y);
-  return b.build();
+  });
 }
 
 // Every choice of implementations (one per op) no slower than each op's own, over the given order:

@@ -15,6 +15,7 @@
 #include <memplan/graph/dataflow_graph.hpp>
 
 #include "../support/random_dag.hpp"
+#include "../support/with_ops.hpp"
 
 namespace memplan::testing {
 
@@ -149,29 +150,18 @@ inline std::vector<std::int64_t> budget_sweep(std::int64_t lo, std::int64_t hi, 
 inline problem with_implementations(const problem& p, std::uint64_t seed, int alternatives = 2) {
   std::mt19937_64 rng(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  problem_builder b(p.name(), p.options());
-  b.set_cost_unit(p.cost_unit());
-  for (tensor_id t = 0; t < p.num_tensors(); ++t) b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
-  for (tensor_id t = 0; t < p.num_tensors(); ++t)
-    if (p.inplace_of(t) != no_id) b.set_inplace_of(t, p.inplace_of(t));
-  for (op_id o = 0; o < p.num_ops(); ++o) {
-    auto in = p.inputs(o);
-    auto out = p.outputs(o);
-    std::vector<implementation> im;
+  return with_ops(p, [&](const problem& q, op_id o, op_fields& f) {
     std::int64_t out_bytes = 0;
-    for (auto t : out) out_bytes += p.bytes(t);
-    const auto c = static_cast<std::int64_t>(p.cost(o));
+    for (auto t : q.outputs(o)) out_bytes += q.bytes(t);
+    const auto c = static_cast<std::int64_t>(q.cost(o));
+    f.impls.clear();
     if (c > 0) {
       const auto fast = std::max<std::int64_t>(1, c * uni(4, 8) / 10);
-      im.push_back({"fast", static_cast<double>(fast), std::max<std::int64_t>(4, out_bytes) * uni(1, 3)});
-      if (alternatives >= 2) im.push_back({"lean", static_cast<double>(c + uni(1, 3)), 0});
-      if (alternatives >= 3) im.push_back({"mid", static_cast<double>((fast + c) / 2 + 1), std::max<std::int64_t>(4, out_bytes / 2)});
+      f.impls.push_back({"fast", static_cast<double>(fast), std::max<std::int64_t>(4, out_bytes) * uni(1, 3)});
+      if (alternatives >= 2) f.impls.push_back({"lean", static_cast<double>(c + uni(1, 3)), 0});
+      if (alternatives >= 3) f.impls.push_back({"mid", static_cast<double>((fast + c) / 2 + 1), std::max<std::int64_t>(4, out_bytes / 2)});
     }
-    b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), p.cost(o), p.workspace(o), im,
-             p.recomputable(o));
-  }
-  for (auto [x, y] : p.extra_edges()) b.add_edge(x, y);
-  return b.build();
+  });
 }
 
 }  // namespace memplan::testing
