@@ -19,7 +19,6 @@
 
 #include "../support/random_dag.hpp"
 #include "../support/stack_placer.hpp"
-#include "../support/with_ops.hpp"
 
 using namespace memplan;
 
@@ -30,7 +29,7 @@ namespace {
 problem with_random_implementations(const problem& p, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  return testing::with_ops(p, [&](const problem& q, op_id o, testing::op_fields& f) {
+  return with_ops(p, [&](const problem& q, op_id o, op_fields& f) {
     std::int64_t out_bytes = 4;
     for (auto t : q.outputs(o)) out_bytes += q.bytes(t);
     f.cost = static_cast<double>(uni(10, 20));
@@ -146,26 +145,62 @@ TEST_CASE("no_slower in plan() with and without a scheduler is verified and neve
   }
 }
 
-TEST_CASE("no_slower: a scheduler's proven optimum for the own workspaces is dropped when an op then needs less") {
-  // One op whose alternative, as fast as its own, needs no workspace: the exact scheduler proves the
-  // own peak optimal, and the chosen implementation goes below it.
+TEST_CASE("no_slower: the scheduler orders with the chosen workspaces and its proven optimum holds for them") {
+  // big's alternative, as fast as its own, needs no workspace. With the own workspaces the best order
+  // runs big before k (1,210 bytes against 1,510); with the chosen ones, k before big (810 against 1,010).
   problem_builder b("ws");
-  const auto x = b.add_tensor("x", 100, tensor_kind::input);
-  const auto h = b.add_tensor("h", 100, tensor_kind::activation);
+  const auto x = b.add_tensor("x", 10, tensor_kind::input);
+  const auto o = b.add_tensor("o", 200, tensor_kind::activation);
+  const auto t = b.add_tensor("t", 300, tensor_kind::activation);
   const auto y = b.add_tensor("y", 4, tensor_kind::output);
-  b.add_op("conv", {x}, {h}, "conv", op_phase::forward, 10.0, 1000, {{"direct", 10.0, 0}});
-  b.add_op("head", {h}, {y}, "linear", op_phase::forward, 1.0, 0);
+  const auto big = b.add_op("big", {x}, {o}, "conv", op_phase::forward, 10.0, 1000, {{"direct", 10.0, 0}});
+  const auto k = b.add_op("k", {x}, {t}, "conv", op_phase::forward, 10.0, 500);
+  b.add_op("head", {o, t}, {y}, "linear", op_phase::forward, 1.0, 0);
   const auto p = b.build();
+
   const auto mp = plan(p, schedule::exact{} | testing::stack_placer{});
   CHECK(verify(p, mp).ok);
-  CHECK(mp.stats.peak == 204);  // head: x (an input stays live), h and y
-  CHECK(mp.stats.lower_bound <= mp.stats.peak);
-  CHECK(mp.steps.front().impl == 0);
+  CHECK(mp.stats.peak == 810);  // k's step: x, t and k's workspace
+  CHECK(mp.steps.front().id == k);
+  CHECK(mp.order_optimal);
+  CHECK(mp.stats.lower_bound == 810);
+  CHECK(std::find_if(mp.steps.begin(), mp.steps.end(), [&](const step& s) { return s.id == big; })->impl == 0);
+  // The given order (big first) with the same choice: 1,010.
+  CHECK(plan(p, schedule::given{} | testing::stack_placer{}).stats.peak == 1010);
+  // The problem the scheduler saw: big's workspace is the chosen one's; `own`: no such problem.
+  const auto view = scheduling_problem(p, plan_context{});
+  REQUIRE(view.has_value());
+  CHECK(view->workspace(big) == 0);
+  CHECK(view->workspace(k) == 500);
+  CHECK(view->implementations(big).size() == 1);
   plan_context own;
   own.implementations = implementation_choice::own;
+  CHECK_FALSE(scheduling_problem(p, own).has_value());
   const auto mo = plan(p, schedule::exact{} | testing::stack_placer{}, own);
-  CHECK(mo.stats.peak == 1200);  // conv: x, h and its own workspace
+  CHECK(mo.stats.peak == 1210);  // big's step: x, o and its own workspace
+  CHECK(mo.steps.front().id == big);
   CHECK(mo.steps.front().impl == -1);
+  CHECK(mo.order_optimal);
+}
+
+TEST_CASE("no_slower: ordering on the chosen workspaces never loses to choosing after an order made for the own ones (exact scheduler)") {
+  int lower = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const auto p = with_random_implementations(make_problem(testing::random_dag(seed, {.ops = 9})), seed + 300);
+    CAPTURE(seed);
+    const auto mine = plan(p, schedule::exact{} | testing::stack_placer{});
+    CHECK(verify(p, mine).ok);
+    plan_context own_ctx;
+    own_ctx.implementations = implementation_choice::own;
+    timeline after = plan(p, schedule::exact{} | testing::stack_placer{}, own_ctx);
+    choose_no_slower_implementations(p, after);
+    CHECK(mine.stats.peak <= after.peak);
+    lower += mine.stats.peak < after.peak;
+    REQUIRE(mine.order_optimal);
+    CHECK(mine.stats.lower_bound == mine.stats.peak);
+  }
+  MESSAGE("30 random graphs: a lower peak on " << lower);
+  CHECK(lower > 0);
 }
 
 TEST_CASE("no_slower under a memory target below the peak: least workspace only, the room left to the checkpointer") {

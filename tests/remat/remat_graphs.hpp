@@ -15,7 +15,6 @@
 #include <memplan/graph/dataflow_graph.hpp>
 
 #include "../support/random_dag.hpp"
-#include "../support/with_ops.hpp"
 
 namespace memplan::testing {
 

@@ -15,7 +15,8 @@
 //        steps get faster. Above the target, B is left out: the room is the checkpointer's (or the
 //        offloader's) to use, and they start from A's least workspace.
 //     Speed is the graph's cost model (problem::cost, implementation::cost): "no slower" is as good
-//     as those figures. The scheduler orders with each op's own workspace; the choice follows the order.
+//     as those figures. A scheduler orders the problem with A's workspaces (scheduling_problem), so
+//     its order, bound and optimality are for the workspaces the ops run with; B follows the order.
 //
 // Checkpointers and offloaders start from the timeline's choices (remat::best_solver_free runs every
 // recompute on the op's chosen implementation); remat::monet_greedy / monet_ilp choose afresh, jointly
@@ -23,12 +24,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/timeline.hpp>
 
 namespace memplan {
@@ -188,6 +191,38 @@ inline std::int64_t upgrade_no_slower(const problem& p, timeline& tl, std::int64
 }
 
 // What implementation_choice::no_slower did to a timeline.
+// Step A of implementation_choice::no_slower, per op: among its alternatives no slower than its own,
+// the one with the least workspace -- the last of the front's entries no slower than the own (costs
+// rise along it, workspaces fall). -1: the own (or no alternatives). Independent of the order.
+inline std::vector<std::int32_t> least_workspace_no_slower(const problem& p) {
+  std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    if (p.implementations(o).empty()) continue;
+    const auto front = implementation_front(p, o);
+    std::size_t last = 0;
+    while (last + 1 < front.size() && front[last + 1].cost <= p.cost(o)) ++last;
+    impl[static_cast<std::size_t>(o)] = front[last].impl;
+  }
+  return impl;
+}
+
+// The problem a scheduler orders under implementation_choice::no_slower: p with each op's workspace
+// the one step A gives it (costs and alternatives kept), so the order -- and the scheduler's lower
+// bound and optimality -- are for the workspaces the ops will run with. nullopt when the choice is
+// `own` or A lowers no op's workspace (then p itself is that problem).
+inline std::optional<problem> scheduling_problem(const problem& p, const plan_context& ctx) {
+  if (ctx.implementations == implementation_choice::own || !has_implementations(p)) return std::nullopt;
+  const auto impl = least_workspace_no_slower(p);
+  auto ws = [&](op_id o) {
+    const auto i = impl[static_cast<std::size_t>(o)];
+    return i < 0 ? p.workspace(o) : p.implementations(o)[static_cast<std::size_t>(i)].workspace;
+  };
+  bool lower = false;
+  for (op_id o = 0; o < p.num_ops() && !lower; ++o) lower = ws(o) < p.workspace(o);
+  if (!lower) return std::nullopt;
+  return with_ops(p, [&](const problem&, op_id o, op_fields& f) { f.workspace = ws(o); });
+}
+
 struct no_slower_choice {
   std::int64_t less_workspace = 0;  // ops moved (step A) to an alternative with less workspace than their own
   std::int64_t faster = 0;          // ops on an alternative faster than their own (step B)
@@ -206,16 +241,11 @@ inline no_slower_choice choose_no_slower_implementations(const problem& p, timel
     detail::set_impls(p, tl, std::vector<std::int32_t>(n, -1));
   r.peak_before = tl.peak;
   r.cost_before = total_step_cost(p, tl);
-  // A: the least-workspace alternative among those no slower than the op's own: the last of the
-  // front's entries no slower than the own (costs rise along it, workspaces fall).
-  std::vector<std::int32_t> impl(n, -1);
+  // A, then per op whether it lowered the workspace.
+  const auto impl = least_workspace_no_slower(p);
   for (op_id o = 0; o < p.num_ops(); ++o) {
-    if (p.implementations(o).empty()) continue;
-    const auto front = implementation_front(p, o);
-    std::size_t last = 0;
-    while (last + 1 < front.size() && front[last + 1].cost <= p.cost(o)) ++last;
-    impl[static_cast<std::size_t>(o)] = front[last].impl;
-    r.less_workspace += front[last].workspace < p.workspace(o);
+    const auto i = impl[static_cast<std::size_t>(o)];
+    r.less_workspace += i >= 0 && p.implementations(o)[static_cast<std::size_t>(i)].workspace < p.workspace(o);
   }
   detail::set_impls(p, tl, impl);
   // B: the fastest alternative of that prefix whose workspace fits the room under the peak -- only
@@ -230,15 +260,17 @@ inline no_slower_choice choose_no_slower_implementations(const problem& p, timel
 
 // The choice plan_context::implementations asks for, where a timeline is born (a scheduler's order, or
 // the given order when the pipeline has no scheduler). Returns a note for the stage record ("" when
-// nothing changed). A scheduler's bound and optimality hold for its ops' own workspaces: when an op
-// now runs with less, they are dropped (plan() still certifies against lower_bound_peak, which takes
-// every op's least workspace).
-inline std::string apply_implementation_choice(const problem& p, timeline& tl, const plan_context& ctx) {
+// nothing changed). `ordered_on_choice`: the order (and tl's bound) came from scheduling_problem(p,
+// ctx), so they hold for A's workspaces and are kept. Otherwise a bound holds for the ops' own
+// workspaces: when an op now runs with less, it is dropped (plan() still certifies against
+// lower_bound_peak, which takes every op's least workspace).
+inline std::string apply_implementation_choice(const problem& p, timeline& tl, const plan_context& ctx,
+                                               bool ordered_on_choice = false) {
   if (ctx.implementations == implementation_choice::own || !has_implementations(p)) return {};
   const auto target = ctx.has_memory_limit() ? ctx.peak_target() : std::int64_t{-1};
   const auto r = choose_no_slower_implementations(p, tl, target);
   if (!r.changed()) return {};
-  if (r.less_workspace > 0) {
+  if (r.less_workspace > 0 && !ordered_on_choice) {
     tl.order_lower_bound = 0;
     tl.order_optimal = false;
   }

@@ -1,7 +1,7 @@
 #pragma once
 // problem_builder: builds a memplan::problem from flat, id-based input and validates it (used by
-// memplan::adapt for any graph and by the JSON reader); with_edges: a copy of a problem with extra
-// precedence edges. Every error names the culprit.
+// memplan::adapt for any graph and by the JSON reader); with_ops / with_edges: a copy of a problem with
+// ops' fields rewritten / extra precedence edges. Every error names the culprit.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -345,20 +345,33 @@ inline problem problem_builder::build() {
   return std::move(p_);
 }
 
-// A copy with extra precedence edges (a runs before b), e.g. OLLA's early-update control edges
-// (Function 3). Throws if an edge creates a cycle.
-inline problem with_edges(const problem& p, std::span<const std::pair<op_id, op_id>> edges) {
+// One op's rewritable fields, for with_ops.
+struct op_fields {
+  double cost = 0.0;
+  std::int64_t workspace = 0;
+  std::vector<implementation> impls;
+};
+
+// A copy of a problem with each op's cost, workspace and implementations rewritten by
+// edit(const problem& p, op_id o, op_fields& f) (f starts as o's own fields; called in op order) and
+// extra precedence edges (a runs before b) added; tensors, in-place links, names, phases,
+// recomputability, the problem's edges, cost unit and instrumentation kept. Revalidated: throws if an
+// edge creates a cycle or an edited field is invalid.
+template <class Edit>
+problem with_ops(const problem& p, Edit&& edit, std::span<const std::pair<op_id, op_id>> edges = {}) {
   problem_builder b(p.name(), p.options());
   b.set_cost_unit(p.cost_unit());
   for (tensor_id t = 0; t < p.num_tensors(); ++t) b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
   for (tensor_id t = 0; t < p.num_tensors(); ++t)
     if (p.inplace_of(t) != no_id) b.set_inplace_of(t, p.inplace_of(t));
   for (op_id o = 0; o < p.num_ops(); ++o) {
-    auto in = p.inputs(o);
-    auto out = p.outputs(o);
-    auto im = p.implementations(o);
-    b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), p.cost(o),
-             p.workspace(o), {im.begin(), im.end()}, p.recomputable(o));
+    const auto in = p.inputs(o);
+    const auto out = p.outputs(o);
+    const auto im = p.implementations(o);
+    op_fields f{p.cost(o), p.workspace(o), {im.begin(), im.end()}};
+    edit(p, o, f);
+    b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), f.cost, f.workspace,
+             std::move(f.impls), p.recomputable(o));
   }
   for (auto [a, c] : p.extra_edges()) b.add_edge(a, c);
   for (auto [a, c] : edges) b.add_edge(a, c);
@@ -367,5 +380,10 @@ inline problem with_edges(const problem& p, std::span<const std::pair<op_id, op_
   return q;
 }
 
+// A copy with extra precedence edges (a runs before b), e.g. OLLA's early-update control edges
+// (Function 3). Throws if an edge creates a cycle.
+inline problem with_edges(const problem& p, std::span<const std::pair<op_id, op_id>> edges) {
+  return with_ops(p, [](const problem&, op_id, op_fields&) {}, edges);
+}
 
 }  // namespace memplan

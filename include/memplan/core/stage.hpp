@@ -143,17 +143,20 @@ std::string stage_name(const S& s) {
 }
 
 // A scheduler's order becomes the timeline (built once from the order's lifetimes), its ops on the
-// implementations ctx.implementations chooses.
+// implementations ctx.implementations chooses. The scheduler orders the ops with the workspaces that
+// choice gives them (scheduling_problem): ordering with workspaces the ops will not run with would
+// make the order, and the scheduler's bound, answer another problem.
 template <scheduler S>
 timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ctx) {
-  auto r = memplan::run_scheduler(s, p, ctx);
+  const auto view = scheduling_problem(p, ctx);
+  auto r = memplan::run_scheduler(s, view ? *view : p, ctx);
   if (auto bad = check_topological(p, r.order))
     throw error(errc::invalid_plan, "scheduler '" + stage_name(s) + "' returned an invalid order: " + *bad);
   auto tl = make_timeline(p, r.order);
   tl.order_lower_bound = r.lower_bound;
   tl.order_optimal = r.optimal;
   // The ops' implementations (ctx.implementations), chosen on this order.
-  const auto chosen = apply_implementation_choice(p, tl, ctx);
+  const auto chosen = apply_implementation_choice(p, tl, ctx, view.has_value());
   tl.stages.push_back({stage_kind::scheduler, r.policy.empty() ? stage_name(s) : r.policy, 0.0,
                        r.note.empty() ? chosen : chosen.empty() ? r.note : r.note + "; " + chosen});
   return tl;
