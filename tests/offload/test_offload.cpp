@@ -282,6 +282,40 @@ TEST_CASE("an offloader without a bandwidth says what is missing, FLOP costs nee
   CHECK(mp.makespan == doctest::Approx(cost / 2.0));
 }
 
+TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
+  for (std::int32_t steps : {1, 2, 3, 8, 13}) {
+    const auto order = offload::detail::split_order(steps);
+    CAPTURE(steps);
+    REQUIRE(order.size() == static_cast<std::size_t>(steps) + 1);
+    CHECK(order[0] == steps);
+    CHECK(order[1] == 0);
+    auto sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::int32_t j = 0; j <= steps; ++j) CHECK(sorted[static_cast<std::size_t>(j)] == j);
+  }
+  CHECK(offload::detail::split_order(8) == std::vector<std::int32_t>{8, 0, 4, 2, 6, 1, 3, 5, 7});
+  // A limit of 0: the two ends only, and the note says what was left out; deterministic: every split.
+  const auto p = make_problem(testing::training_chain(3, {.layers = 6}));
+  const auto tl = given_timeline(p);
+  const auto least = least_peak(p);
+  REQUIRE(least < tl.peak);
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + (tl.peak - least) / 2;
+  c.time_limit_s = 0.0;
+  const auto cut = offload::combined<>{}.run(p, tl, c);
+  CHECK(cut.peak <= c.memory_target);
+  CHECK(cut.stages.back().note.find("7 of 9 splits left untried at the time limit") != std::string::npos);
+  c.time_limit_s = -1.0;
+  c.deterministic = true;
+  const auto all = offload::combined<>{}.run(p, tl, c);
+  CHECK(all.stages.back().note.find("untried") == std::string::npos);
+  CHECK(all.peak <= c.memory_target);
+  const auto again = offload::combined<>{}.run(p, tl, c);
+  CHECK(all.steps == again.steps);
+  CHECK(all.makespan == again.makespan);
+}
+
 TEST_CASE("offload::combined is never slower than offloading alone or recomputing alone at the same target") {
   int compared = 0, strictly = 0;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {

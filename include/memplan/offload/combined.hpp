@@ -11,15 +11,19 @@
 // materialized once; recomputed ones stay with the checkpointer.
 //
 // It runs at the offloader's position of a pipeline (scheduler -> [checkpointer] -> combined -> placer)
-// and reports the fraction it chose in its note. Its makespan lower bound is the incoming timeline's
+// and reports the fraction it chose in its note. The whole search runs within one time limit
+// (time_limit_s, 4 s by default; plan_context::time_limit_s overrides), both ends of the grid first. Its makespan lower bound is the incoming timeline's
 // compute time (recomputation only adds to it; Prop. 3 holds for offloading alone).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
@@ -31,26 +35,63 @@
 
 namespace memplan::offload {
 
+namespace detail {
+// The grid's points 0..steps in the order combined tries them: both ends first (offload-only, then
+// recompute-only: what the "never slower than either alone" claim rests on), then midpoints,
+// coarse to fine, so that a search cut short by its deadline has still covered the range.
+inline std::vector<std::int32_t> split_order(std::int32_t steps) {
+  std::vector<std::int32_t> order{steps};
+  if (steps == 0) return order;
+  order.push_back(0);
+  std::vector<std::pair<std::int32_t, std::int32_t>> level{{0, steps}}, next;
+  while (!level.empty()) {
+    next.clear();
+    for (auto [lo, hi] : level) {
+      if (hi - lo < 2) continue;
+      const auto mid = lo + (hi - lo) / 2;
+      order.push_back(mid);
+      next.push_back({lo, mid});
+      next.push_back({mid, hi});
+    }
+    level.swap(next);
+  }
+  return order;
+}
+}  // namespace detail
+
 template <class Checkpointer = remat::default_checkpointer, class Offloader = refined>
 struct combined {
   static constexpr stage_kind kind = stage_kind::offloader;
   Checkpointer checkpointer{};
   Offloader offloader{};
-  std::int32_t steps = 8;  // the grid: T = budget + j/steps (peak - budget), j = 0..steps
+  std::int32_t steps = 8;     // the grid: T = budget + j/steps (peak - budget), j = 0..steps
+  double time_limit_s = 4.0;  // the whole search (plan_context::time_limit_s overrides; none when deterministic)
   [[nodiscard]] std::string name() const { return "combined"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     const auto t0 = std::chrono::steady_clock::now();
     const auto target = ctx.peak_target();
     if (target == std::numeric_limits<std::int64_t>::max() || tl.peak <= target || steps < 1) return offloader.run(p, std::move(tl), ctx);
+    // Each split runs a checkpointer and an offloader, each a search with its own time limit: the
+    // splits share this stage's one deadline, each within an even share of what is left, and a split
+    // starts only while the time left covers the quickest one so far (issue 12: wall <= limit + 10 %).
+    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    const auto order = detail::split_order(steps);
     std::optional<timeline> best;
-    std::string tried;
-    double best_frac = 0.0;
-    for (std::int32_t j = steps; j >= 0; --j) {
+    std::int32_t best_j = -1;
+    std::vector<std::pair<std::int32_t, std::string>> tried;
+    double quickest = 1e18;
+    std::size_t run = 0;
+    for (; run < order.size(); ++run) {
+      if (run >= 2 && (clock.expired() || clock.seconds_left() < quickest)) break;
+      const auto j = order[run];
       const double frac = static_cast<double>(j) / static_cast<double>(steps);
       const auto mid = target + static_cast<std::int64_t>(frac * static_cast<double>(tl.peak - target));
       plan_context c = ctx;
+      if (!ctx.deterministic && clock.limited())
+        c.time_limit_s = std::min(clock.seconds_left(), 1e9) / static_cast<double>(order.size() - run);
       c.memory_target = mid;
+      const double started = clock.elapsed();
       timeline out;
       try {
         auto r = j == steps ? tl : checkpointer.run(p, tl, c);
@@ -61,22 +102,33 @@ struct combined {
         if (e.code() != errc::infeasible) throw;
         continue;
       }
-      tried += (tried.empty() ? "" : ", ") + std::to_string(frac).substr(0, 5) + ":" + (out.peak <= target ? std::to_string(out.makespan) : "over");
+      quickest = std::min(quickest, clock.elapsed() - started);
+      tried.emplace_back(j, std::to_string(frac).substr(0, 5) + ":" + (out.peak <= target ? std::to_string(out.makespan) : "over"));
+      // The least makespan among splits that meet the target (else the least peak); a tie goes to
+      // the larger fraction (more offloading, less recomputation).
       const bool meets = out.peak <= target;
       const bool best_meets = best && best->peak <= target;
-      if (!best || (meets && !best_meets) || (meets == best_meets && (meets ? out.makespan < best->makespan : out.peak < best->peak))) {
+      const bool better = !best || (meets && !best_meets) ||
+                          (meets == best_meets && (meets ? out.makespan < best->makespan || (out.makespan == best->makespan && j > best_j)
+                                                         : out.peak < best->peak || (out.peak == best->peak && j > best_j)));
+      if (better) {
         best = std::move(out);
-        best_frac = frac;
+        best_j = j;
       }
     }
     if (!best) throw error(errc::infeasible, "offload::combined: no split between recomputation and offloading ran");
     auto out = std::move(*best);
     // With recomputation allowed, Prop. 3 on one timeline bounds nothing; the incoming compute time does.
     out.makespan_lower_bound = std::min(out.makespan, make_model(p, tl, ctx.timing).compute_time);
+    std::sort(tried.begin(), tried.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string list;
+    for (const auto& [j, t] : tried) list += (list.empty() ? "" : ", ") + t;
+    if (run < order.size())
+      list += "; " + std::to_string(order.size() - run) + " of " + std::to_string(order.size()) + " splits left untried at the time limit";
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.stages.push_back({kind, name(), secs,
-                          "combined: offloads from " + std::to_string(best_frac).substr(0, 5) +
-                              " of the way between budget and peak, recomputes below (fraction:makespan " + tried + ")"});
+                          "combined: offloads from " + std::to_string(static_cast<double>(best_j) / static_cast<double>(steps)).substr(0, 5) +
+                              " of the way between budget and peak, recomputes below (fraction:makespan " + list + ")"});
     return out;
   }
 };
