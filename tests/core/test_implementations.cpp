@@ -91,6 +91,28 @@ TEST_CASE("implementation_front: fastest first, workspaces falling, dominated al
   CHECK(f[3].impl == 2);   // lean
 }
 
+TEST_CASE("reassign_impls: the profile moved in place equals the one derived afresh") {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto p = with_random_implementations(make_problem(testing::random_dag(seed, {.ops = 25})), seed + 500);
+    std::mt19937_64 rng(seed);
+    auto tl = given_timeline(p);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()));
+      for (op_id o = 0; o < p.num_ops(); ++o) {
+        const auto k = static_cast<std::int32_t>(p.implementations(o).size());
+        impl[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(k + 1)) - 1;
+      }
+      reassign_impls(p, tl, [&](const step& s, std::size_t) { return impl[static_cast<std::size_t>(s.id)]; });
+      auto fresh = tl;
+      derive(p, fresh);
+      CAPTURE(seed);
+      CHECK(tl.live == fresh.live);
+      CHECK(tl.peak == fresh.peak);
+      CHECK(tl.peak_tick == fresh.peak_tick);
+    }
+  }
+}
+
 TEST_CASE("no_slower: the least peak of every choice no slower than each op's own, then the least cost at that peak (brute force)") {
   int changed = 0, lower_peak = 0, cheaper = 0;
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {

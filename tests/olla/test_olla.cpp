@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/olla.hpp>
 
@@ -56,6 +57,23 @@ TEST_CASE("olla::optimize: the lower bound, the given peak and the plan's timeli
   CHECK(counters.timelines == 1);     // the chosen order's lifetimes and profile: built once, placed and reported from
   MESSAGE("storage_lifetimes calls (candidate orders of the search included): " << counters.lifetimes.load()
           << ", topological checks: " << counters.topological_checks.load());
+}
+
+TEST_CASE("olla::optimize with implementation alternatives: the scheduler orders a view of the problem and still one lower bound and one timeline") {
+  // Every op with a workspace gets an alternative as fast as its own without one: the scheduler then
+  // orders scheduling_problem(p), a copy whose bounds are p's.
+  const auto base = make_problem(testing::random_dag(17, {.ops = 200, .max_outputs = 2, .p_inplace = 0.1, .p_workspace = 0.2}));
+  auto p = with_ops(base, [](const problem&, op_id, op_fields& f) {
+    if (f.workspace > 0) f.impls.push_back({"lean", f.cost, 0});
+  });
+  REQUIRE(scheduling_problem(p, plan_context{}).has_value());
+  analysis_counters counters;
+  p.instrument(&counters);
+  const auto mp = olla::optimize(p, {.deterministic = true});
+  CHECK(verify(p, mp).ok);
+  CHECK(counters.lower_bounds == 1);
+  CHECK(counters.timelines == 1);  // the choice changes workspaces in the profile, no re-derivation
+  CHECK(mp.stats.lower_bound <= mp.stats.peak);
 }
 
 TEST_CASE("olla::optimize: implementations no slower than each op's own by default, the own ones on request") {

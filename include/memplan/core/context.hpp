@@ -21,16 +21,23 @@ namespace memplan {
 class analysis_cache {
  public:
   explicit analysis_cache(const problem& p) : p_(&p) {}
+  // A cache for `view`, a copy of bounds_from's problem whose ops' own workspaces differ but whose
+  // least workspace per op does not (scheduling_problem): the bounds, which take each op's least
+  // workspace, are bounds_from's (one computation for both problems; bounds_from must outlive this
+  // cache); the given order's peak is view's own.
+  analysis_cache(const problem& view, analysis_cache& bounds_from) : p_(&view), bounds_from_(&bounds_from) {}
 
   [[nodiscard]] const problem& of() const noexcept { return *p_; }
 
   // lower_bound_peak: valid for every order (no recomputation, no offloading).
   const peak_lower_bound& order_bound(std::int32_t max_ops_for_reachability = 30000) {
+    if (bounds_from_) return bounds_from_->order_bound(max_ops_for_reachability);
     if (!order_bound_) order_bound_ = lower_bound_peak(*p_, max_ops_for_reachability);
     return *order_bound_;
   }
   // op_local_bound: valid for every plan whatever it recomputes or offloads.
   std::int64_t op_local() {
+    if (bounds_from_) return bounds_from_->op_local();
     if (!op_local_) op_local_ = op_local_bound(*p_);
     return *op_local_;
   }
@@ -45,6 +52,7 @@ class analysis_cache {
 
  private:
   const problem* p_;
+  analysis_cache* bounds_from_ = nullptr;
   std::optional<peak_lower_bound> order_bound_;
   std::optional<std::int64_t> op_local_, given_peak_;
 };

@@ -103,9 +103,7 @@ namespace detail {
 
 // Sets the op steps' implementations (impl[op], compute and recompute alike) and re-derives.
 inline void set_impls(const problem& p, timeline& tl, const std::vector<std::int32_t>& impl) {
-  for (auto& s : tl.steps)
-    if (runs_op(s.kind)) s.impl = impl[static_cast<std::size_t>(s.id)];
-  derive(p, tl);
+  reassign_impls(p, tl, [&](const step& s, std::size_t) { return impl[static_cast<std::size_t>(s.id)]; });
 }
 
 // Room for the workspace of each op: `target` minus what lives beside its workspace, the least over
@@ -137,18 +135,12 @@ inline void upgrade_impls(const problem& p, timeline& tl, const std::vector<std:
   };
   if (one_impl_per_op) {
     const auto op_room = workspace_room(p, tl, target);
-    for (auto& s : tl.steps)
-      if (runs_op(s.kind)) s.impl = pick(s.id, op_room[static_cast<std::size_t>(s.id)]);
+    reassign_impls(p, tl, [&](const step& s, std::size_t) { return pick(s.id, op_room[static_cast<std::size_t>(s.id)]); });
   } else {
-    std::size_t tick = 0;
-    for (auto& s : tl.steps) {
-      if (!runs_op(s.kind)) continue;
-      const auto r = target == inf ? inf : target - (tl.live[tick] - step_workspace(p, s));
-      s.impl = pick(s.id, r);
-      ++tick;
-    }
+    reassign_impls(p, tl, [&](const step& s, std::size_t tick) {
+      return pick(s.id, target == inf ? inf : target - (tl.live[tick] - step_workspace(p, s)));
+    });
   }
-  derive(p, tl);
 }
 
 }  // namespace detail
@@ -184,9 +176,7 @@ inline std::int64_t upgrade_no_slower(const problem& p, timeline& tl, std::int64
     }
   }
   if (moved == 0) return 0;
-  for (auto& s : tl.steps)
-    if (runs_op(s.kind)) s.impl = next[static_cast<std::size_t>(s.id)];
-  derive(p, tl);
+  reassign_impls(p, tl, [&](const step& s, std::size_t) { return next[static_cast<std::size_t>(s.id)]; });
   return moved;
 }
 

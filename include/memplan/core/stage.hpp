@@ -17,6 +17,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -149,7 +150,16 @@ std::string stage_name(const S& s) {
 template <scheduler S>
 timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ctx) {
   const auto view = scheduling_problem(p, ctx);
-  auto r = memplan::run_scheduler(s, view ? *view : p, ctx);
+  schedule_result r;
+  if (view) {
+    // The view's analyses: its bounds are p's (each op's least workspace is unchanged), computed once.
+    auto vctx = ctx;
+    auto own = ctx.cache_for(p);
+    vctx.cache = std::make_shared<analysis_cache>(*view, *own);
+    r = memplan::run_scheduler(s, *view, vctx);
+  } else {
+    r = memplan::run_scheduler(s, p, ctx);
+  }
   if (auto bad = check_topological(p, r.order))
     throw error(errc::invalid_plan, "scheduler '" + stage_name(s) + "' returned an invalid order: " + *bad);
   auto tl = make_timeline(p, r.order);

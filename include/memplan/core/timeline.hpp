@@ -18,6 +18,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/error.hpp>
@@ -297,6 +298,34 @@ inline void derive(const problem& p, timeline& tl) {
     if (m.last < m.first) m.last = m.first;
   }
   detail::derive_profile(p, tl, tick_step);
+}
+
+// Sets the implementation of every op step to impl_of(step, tick) -- called in step order, while the
+// profile still holds that tick's bytes with the step's old workspace -- and updates the profile in
+// place: an implementation changes only its step's workspace, which lives at its own tick alone, so the
+// lifetimes stay and each tick moves by the workspace difference (no re-derivation; O(steps)). tl's
+// profile must be the one derived for its steps; when its size does not match them, derive() runs.
+template <class ImplOf>
+void reassign_impls(const problem& p, timeline& tl, ImplOf&& impl_of) {
+  const auto ops = static_cast<std::size_t>(std::count_if(tl.steps.begin(), tl.steps.end(), [](const step& s) { return runs_op(s.kind); }));
+  if (ops != tl.live.size()) {
+    std::size_t tick = 0;
+    for (auto& s : tl.steps)
+      if (runs_op(s.kind)) s.impl = impl_of(std::as_const(s), tick++);
+    derive(p, tl);
+    return;
+  }
+  std::size_t tick = 0;
+  tl.peak_tick = -1;
+  for (auto& s : tl.steps) {
+    if (!runs_op(s.kind)) continue;
+    const auto before = step_workspace(p, s);
+    s.impl = impl_of(std::as_const(s), tick);
+    tl.live[tick] += step_workspace(p, s) - before;
+    if (tl.peak_tick < 0 || tl.live[tick] > tl.live[static_cast<std::size_t>(tl.peak_tick)]) tl.peak_tick = static_cast<std::int32_t>(tick);
+    ++tick;
+  }
+  tl.peak = std::max(p.resident_bytes(), tl.peak_tick < 0 ? std::int64_t{0} : tl.live[static_cast<std::size_t>(tl.peak_tick)]);
 }
 
 // Numbers the materializations again after a stage inserted or removed steps: the preexisting storages
