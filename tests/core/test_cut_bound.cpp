@@ -2,12 +2,16 @@
 
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/cut_bound.hpp>
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/verify.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
 #include <memplan/schedule/exact.hpp>
+#include <memplan/schedule/given.hpp>
 
 #include "../support/brute_force.hpp"
 #include "../support/olla_graphs.hpp"
 #include "../support/random_dag.hpp"
+#include "../support/stack_placer.hpp"
 
 using namespace memplan;
 
@@ -63,6 +67,26 @@ TEST_CASE("cut bound: charges what every order keeps at an op, where lower_bound
   CHECK(lower_bound_peak(p).bytes == 201);
   CHECK(cb.bytes == 251);
   CHECK(p.op_name(cb.at_op) == "v");
+  // plan() certifies with it when asked (plan_context::cut_bound): the given order peaks at w (x, s, a and t: 351).
+  plan_context ctx;
+  const auto loose = plan(p, schedule::given{} | testing::stack_placer{}, ctx);
+  CHECK(loose.stats.peak == 351);
+  CHECK(loose.stats.lower_bound == 201);
+  CHECK(loose.stats.lower_bound_by == "lower_bound_peak");
+  ctx.cut_bound = true;
+  for (bool deterministic : {false, true}) {
+    ctx.deterministic = deterministic;
+    const auto cut = plan(p, schedule::given{} | testing::stack_placer{}, ctx);
+    CHECK(verify(p, cut).ok);
+    CHECK(cut.stats.lower_bound == 251);
+    CHECK(cut.stats.lower_bound_by == "min-cut");
+    CHECK(cut.stats.gap == doctest::Approx(100.0 / 351.0));
+  }
+  // The exact scheduler proves 251 itself: its bound certifies, no cut needed.
+  const auto exact = plan(p, schedule::exact{} | testing::stack_placer{}, ctx);
+  CHECK(exact.stats.peak == 251);
+  CHECK(exact.stats.lower_bound == 251);
+  CHECK(exact.stats.lower_bound_by == "scheduler");
 }
 
 TEST_CASE("cut bound: never above the optimum, never below lower_bound_peak (brute force, 300 random DAGs)") {

@@ -89,6 +89,8 @@ TEST_CASE("plan round trip: names in the file, same plan back, still verified") 
       const auto back = io::parse_plan(p, j.dump(1), "plan.json");
       check_same_plan(mp, back);
       CHECK(verify(p, back).ok);
+      CHECK_FALSE(mp.stats.lower_bound_by.empty());
+      CHECK(back.stats.lower_bound_by == mp.stats.lower_bound_by);
       // Plan files of version 1 keep loading: the same plan.
       const auto v1 = io::parse_plan(p, as_version1(p, mp).dump(1), "plan-v1.json");
       check_same_plan(mp, v1);
@@ -243,9 +245,11 @@ TEST_CASE("report: figures from the plan, JSON with every key") {
                         "plan_seconds", "scheduler", "placer", "notes"})
     CHECK_MESSAGE(j.contains(k), k);
   CHECK(j["plan_seconds"] == 0.25);
+  CHECK(j["lower_bound_by"] == mp.stats.lower_bound_by);
   std::ostringstream os;
   io::print_report(os, r);
   const auto text = os.str();
+  CHECK(text.find("(" + mp.stats.lower_bound_by + " bound)") != std::string::npos);
   CHECK(text.find("small-train") != std::string::npos);
   CHECK(text.find("given order") != std::string::npos);
   CHECK(text.find("fragmentation") != std::string::npos);

@@ -107,6 +107,15 @@ struct plan_context {
   // ---- report ----
   bool compute_given_peak = true;            // stats.given_peak from the graph's own order
   std::int32_t lower_bound_max_ops = 30000;  // reachability part of lower_bound_peak up to this size
+  // Certify the plan's lower bound with the min-cut bound too (core/cut_bound.hpp, valid for every
+  // order and implementation choice) when nothing was recomputed or offloaded and lower_bound_peak and
+  // the scheduler's bound leave a gap. It is tight where lower_bound_peak is loose (EfficientNet-B0:
+  // a 22-27 % gap becomes 0.3-0.5 %) and costs up to cut_bound_time_limit_s per plan (random DAGs:
+  // 0.02 s at 100 ops, 0.14 s at 200, 0.7 s at 400), so it is off in the library by default (tests and
+  // searches plan many graphs); `memplan plan` turns it on. Deterministic mode: no time limit, and
+  // graphs above 1,500 ops get the bound's sample of single cuts (still a valid bound).
+  bool cut_bound = false;
+  double cut_bound_time_limit_s = 0.5;
 
   [[nodiscard]] std::int64_t arena_limit() const noexcept {
     std::int64_t l = std::numeric_limits<std::int64_t>::max();

@@ -23,6 +23,7 @@
 #include <memplan/base/error.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
+#include <memplan/core/cut_bound.hpp>
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
@@ -154,8 +155,28 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     return x.kind != step_kind::compute && x.kind != step_kind::free;
   });
   // The bound the report certifies against: any order (no recomputation), or any plan at all.
-  const auto lb = reduced ? ctx.cache->op_local()
-                          : std::max(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes, mp.order_lower_bound);
+  std::int64_t lb = 0;
+  if (reduced) {
+    lb = ctx.cache->op_local();
+    mp.stats.lower_bound_by = "op-local";
+  } else {
+    lb = ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes;
+    mp.stats.lower_bound_by = "lower_bound_peak";
+    if (mp.order_lower_bound > lb) {
+      lb = mp.order_lower_bound;
+      mp.stats.lower_bound_by = "scheduler";
+    }
+    if (ctx.cut_bound && lb < mp.stats.peak) {
+      cut_bound_options co;
+      co.stop_at = mp.stats.peak;  // reaching the peak proves the order optimal: stop there
+      co.time_limit_s = ctx.deterministic ? -1.0 : ctx.cut_bound_time_limit_s;
+      if (ctx.deterministic) co.max_ops_exact = std::min(co.max_ops_exact, 1500);
+      if (const auto cut = cut_lower_bound(p, co); cut.bytes > lb) {
+        lb = cut.bytes;
+        mp.stats.lower_bound_by = "min-cut";
+      }
+    }
+  }
   set_lower_bound(mp.stats, lb);
   if (ctx.compute_given_peak) mp.stats.given_peak = ctx.cache->given_peak();
   if (ctx.deterministic) {

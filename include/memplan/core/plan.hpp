@@ -13,6 +13,7 @@ namespace memplan {
 struct plan_stats {
   std::int64_t peak = 0;              // max live bytes over the op steps (verify re-derives it)
   std::int64_t lower_bound = 0;       // valid lower bound on the peak of any plan the pipeline could make
+  std::string lower_bound_by;         // which bound that is: "lower_bound_peak", "scheduler", "min-cut", "op-local" ("": not said)
   double gap = 0.0;                   // (peak - lower_bound) / peak
   std::int64_t arena = 0;             // bytes of the one arena
   std::int64_t arena_lower_bound = 0; // the placer's bound on the arena for this timeline

@@ -36,6 +36,7 @@ inline json stats_to_json(const plan_stats& st) {
   json s;
   s["peak"] = st.peak;
   s["lower_bound"] = st.lower_bound;
+  if (!st.lower_bound_by.empty()) s["lower_bound_by"] = st.lower_bound_by;
   s["gap"] = st.gap;
   s["arena"] = st.arena;
   s["arena_lower_bound"] = st.arena_lower_bound;
@@ -309,6 +310,7 @@ struct plan_reader {
     auto opt_num = [&](const char* k, double& out) { if (auto it = st.find(k); it != st.end()) out = number(*it, std::string("stats.") + k); };
     auto opt_str = [&](const char* k, std::string& out) { if (auto it = st.find(k); it != st.end()) out = string(*it, std::string("stats.") + k); };
     opt_int("lower_bound", s.lower_bound);
+    opt_str("lower_bound_by", s.lower_bound_by);
     opt_num("gap", s.gap);
     opt_int("arena", s.arena);
     opt_int("arena_lower_bound", s.arena_lower_bound);
@@ -372,6 +374,7 @@ inline json report_to_json(const report& r) {
   j["arena_bytes"] = r.arena_bytes;
   j["fragmentation"] = r.fragmentation;
   j["lower_bound"] = r.lower_bound;
+  if (!r.lower_bound_by.empty()) j["lower_bound_by"] = r.lower_bound_by;
   j["gap"] = r.gap;
   j["plan_seconds"] = r.plan_seconds;
   j["schedule_seconds"] = r.schedule_seconds;

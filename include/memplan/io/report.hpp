@@ -24,6 +24,7 @@ struct report {
   std::int64_t arena_bytes = 0;      // size of the one arena (>= planned_peak)
   double fragmentation = 0.0;        // (arena - planned_peak) / arena
   std::int64_t lower_bound = 0;      // valid lower bound on the peak of any order
+  std::string lower_bound_by;        // which bound (plan_stats::lower_bound_by)
   double gap = 0.0;                  // (planned_peak - lower_bound) / planned_peak
   double reduction = 0.0;            // (given_peak - planned_peak) / given_peak; 0 when given_peak unknown
   double plan_seconds = 0.0;         // wall time of the whole planning run
@@ -68,6 +69,7 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
   r.arena_bytes = mp.arena;
   r.fragmentation = mp.arena > 0 ? static_cast<double>(mp.arena - st.peak) / static_cast<double>(mp.arena) : 0.0;
   r.lower_bound = st.lower_bound;
+  r.lower_bound_by = st.lower_bound_by;
   r.gap = st.peak > 0 ? static_cast<double>(st.peak - st.lower_bound) / static_cast<double>(st.peak) : 0.0;
   r.reduction = st.given_peak > 0 ? static_cast<double>(st.given_peak - st.peak) / static_cast<double>(st.given_peak) : 0.0;
   r.plan_seconds = plan_seconds;
@@ -145,7 +147,9 @@ inline void print_report(std::ostream& os, const report& r) {
   os << "planned        peak " << bytes(r.planned_peak);
   if (r.given_peak > 0) os << ", " << percent(r.reduction) << " below the given order";
   os << "\n";
-  os << "lower bound    " << bytes(r.lower_bound) << ", gap " << percent(r.gap) << "\n";
+  os << "lower bound    " << bytes(r.lower_bound) << ", gap " << percent(r.gap);
+  if (!r.lower_bound_by.empty()) os << " (" << r.lower_bound_by << " bound)";
+  os << "\n";
   os << "arena          " << bytes(r.arena_bytes) << ", fragmentation " << percent(r.fragmentation) << ", alignment "
      << r.alignment;
   if (r.capacity >= 0) os << ", capacity " << bytes(r.capacity);
