@@ -13,6 +13,7 @@
 // Usage: memplan_bench_offload [--quick] [--points N] [--bandwidth B] [--only SUBSTRING]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -119,7 +120,10 @@ void real_budgets(const std::string& file, const options& o) {
     const auto off = run("offload", schedule::given{} | offload::default_offloader{} | place::default_placer{});
     const auto rec = run("recompute", schedule::given{} | remat::default_checkpointer{} | offload::none{} | place::default_placer{});
     const auto both = run("combined", schedule::given{} | offload::combined<>{} | place::default_placer{});
-    std::printf("  %.1fx combined / best of the two alone: %.4f\n", f, both / std::min(off, rec));
+    if (std::isinf(std::min(off, rec)))
+      std::printf("  %.1fx combined / best of the two alone: neither alone meets the budget%s\n", f, std::isinf(both) ? " (nor combined)" : "");
+    else
+      std::printf("  %.1fx combined / best of the two alone: %.4f\n", f, both / std::min(off, rec));
   }
 }
 
