@@ -101,7 +101,8 @@ inline std::int64_t implementations_changed(const problem& p, const timeline& tl
 
 namespace detail {
 
-// Sets the op steps' implementations (impl[op], compute and recompute alike) and re-derives.
+// Sets the op steps' implementations (impl[op], compute and recompute alike); the profile follows
+// (reassign_impls).
 inline void set_impls(const problem& p, timeline& tl, const std::vector<std::int32_t>& impl) {
   reassign_impls(p, tl, [&](const step& s, std::size_t) { return impl[static_cast<std::size_t>(s.id)]; });
 }
@@ -180,7 +181,6 @@ inline std::int64_t upgrade_no_slower(const problem& p, timeline& tl, std::int64
   return moved;
 }
 
-// What implementation_choice::no_slower did to a timeline.
 // Step A of implementation_choice::no_slower, per op: among its alternatives no slower than its own,
 // the one with the least workspace -- the last of the front's entries no slower than the own (costs
 // rise along it, workspaces fall). -1: the own (or no alternatives). Independent of the order.
@@ -203,16 +203,14 @@ inline std::vector<std::int32_t> least_workspace_no_slower(const problem& p) {
 inline std::optional<problem> scheduling_problem(const problem& p, const plan_context& ctx) {
   if (ctx.implementations == implementation_choice::own || !has_implementations(p)) return std::nullopt;
   const auto impl = least_workspace_no_slower(p);
-  auto ws = [&](op_id o) {
-    const auto i = impl[static_cast<std::size_t>(o)];
-    return i < 0 ? p.workspace(o) : p.implementations(o)[static_cast<std::size_t>(i)].workspace;
-  };
+  auto ws = [&](op_id o) { return op_workspace(p, o, impl[static_cast<std::size_t>(o)]); };
   bool lower = false;
   for (op_id o = 0; o < p.num_ops() && !lower; ++o) lower = ws(o) < p.workspace(o);
   if (!lower) return std::nullopt;
   return with_ops(p, [&](const problem&, op_id o, op_fields& f) { f.workspace = ws(o); });
 }
 
+// What implementation_choice::no_slower did to a timeline.
 struct no_slower_choice {
   std::int64_t less_workspace = 0;  // ops moved (step A) to an alternative with less workspace than their own
   std::int64_t faster = 0;          // ops on an alternative faster than their own (step B)
@@ -233,10 +231,7 @@ inline no_slower_choice choose_no_slower_implementations(const problem& p, timel
   r.cost_before = total_step_cost(p, tl);
   // A, then per op whether it lowered the workspace.
   const auto impl = least_workspace_no_slower(p);
-  for (op_id o = 0; o < p.num_ops(); ++o) {
-    const auto i = impl[static_cast<std::size_t>(o)];
-    r.less_workspace += i >= 0 && p.implementations(o)[static_cast<std::size_t>(i)].workspace < p.workspace(o);
-  }
+  for (op_id o = 0; o < p.num_ops(); ++o) r.less_workspace += op_workspace(p, o, impl[static_cast<std::size_t>(o)]) < p.workspace(o);
   detail::set_impls(p, tl, impl);
   // B: the fastest alternative of that prefix whose workspace fits the room under the peak -- only
   // when the timeline meets the target: below it, the room belongs to the checkpointer or offloader.
