@@ -203,7 +203,7 @@ inline std::vector<std::int32_t> least_workspace_no_slower(const problem& p) {
 inline std::optional<problem> scheduling_problem(const problem& p, const plan_context& ctx) {
   if (ctx.implementations == implementation_choice::own || !has_implementations(p)) return std::nullopt;
   const auto impl = least_workspace_no_slower(p);
-  auto ws = [&](op_id o) { return op_workspace(p, o, impl[static_cast<std::size_t>(o)]); };
+  auto ws = [&](op_id o) { return impl_workspace(p, o, impl[static_cast<std::size_t>(o)]); };
   bool lower = false;
   for (op_id o = 0; o < p.num_ops() && !lower; ++o) lower = ws(o) < p.workspace(o);
   if (!lower) return std::nullopt;
@@ -231,7 +231,7 @@ inline no_slower_choice choose_no_slower_implementations(const problem& p, timel
   r.cost_before = total_step_cost(p, tl);
   // A, then per op whether it lowered the workspace.
   const auto impl = least_workspace_no_slower(p);
-  for (op_id o = 0; o < p.num_ops(); ++o) r.less_workspace += op_workspace(p, o, impl[static_cast<std::size_t>(o)]) < p.workspace(o);
+  for (op_id o = 0; o < p.num_ops(); ++o) r.less_workspace += impl_workspace(p, o, impl[static_cast<std::size_t>(o)]) < p.workspace(o);
   detail::set_impls(p, tl, impl);
   // B: the fastest alternative of that prefix whose workspace fits the room under the peak -- only
   // when the timeline meets the target: below it, the room belongs to the checkpointer or offloader.

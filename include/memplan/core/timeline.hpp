@@ -105,12 +105,12 @@ struct timeline {
 // ---- per-step facts ----------------------------------------------------------------------------------
 
 // Workspace bytes of op o on implementation impl (-1: its own).
-inline std::int64_t op_workspace(const problem& p, op_id o, std::int32_t impl) {
+inline std::int64_t impl_workspace(const problem& p, op_id o, std::int32_t impl) {
   return impl < 0 ? p.workspace(o) : p.implementations(o)[static_cast<std::size_t>(impl)].workspace;
 }
 
 // Workspace bytes and cost of an op step under its chosen implementation.
-inline std::int64_t step_workspace(const problem& p, const step& s) { return runs_op(s.kind) ? op_workspace(p, s.id, s.impl) : 0; }
+inline std::int64_t step_workspace(const problem& p, const step& s) { return runs_op(s.kind) ? impl_workspace(p, s.id, s.impl) : 0; }
 inline double step_cost(const problem& p, const step& s) {
   if (!runs_op(s.kind)) return 0.0;
   if (s.impl < 0) return p.cost(s.id);
