@@ -17,6 +17,7 @@
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
 
+#include "../support/conv_head.hpp"
 #include "../support/random_dag.hpp"
 #include "../support/stack_placer.hpp"
 
@@ -226,15 +227,9 @@ TEST_CASE("no_slower: ordering on the chosen workspaces never loses to choosing 
 }
 
 TEST_CASE("no_slower under a memory target below the peak: least workspace only, the room left to the checkpointer") {
-  problem_builder b("target");
-  const auto x = b.add_tensor("x", 100, tensor_kind::input);
-  const auto h = b.add_tensor("h", 100, tensor_kind::activation);
-  const auto y = b.add_tensor("y", 4, tensor_kind::output);
   // conv: own (10, 50), fast (5, 80), lean (10, 0). Inputs and outputs stay live: head's step is the
   // peak, 100 + 100 + 4 + 400.
-  b.add_op("conv", {x}, {h}, "conv", op_phase::forward, 10.0, 50, {{"fast", 5.0, 80}, {"lean", 10.0, 0}});
-  b.add_op("head", {h}, {y}, "linear", op_phase::forward, 1.0, 400);
-  const auto p = b.build();
+  const auto p = testing::conv_head("target", 50, {{"fast", 5.0, 80}, {"lean", 10.0, 0}}, 400);
   auto tl = given_timeline(p);
   auto free_run = tl;
   const auto r = choose_no_slower_implementations(p, free_run);

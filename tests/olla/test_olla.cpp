@@ -5,6 +5,7 @@
 #include <memplan/olla.hpp>
 
 #include "../support/brute_force.hpp"
+#include "../support/conv_head.hpp"
 #include "../support/random_dag.hpp"
 
 using namespace memplan;
@@ -77,13 +78,7 @@ TEST_CASE("olla::optimize with implementation alternatives: the scheduler orders
 }
 
 TEST_CASE("olla::optimize: implementations no slower than each op's own by default, the own ones on request") {
-  problem_builder b("impls");
-  const auto x = b.add_tensor("x", 100, tensor_kind::input);
-  const auto h = b.add_tensor("h", 100, tensor_kind::activation);
-  const auto y = b.add_tensor("y", 4, tensor_kind::output);
-  b.add_op("conv", {x}, {h}, "conv", op_phase::forward, 10.0, 1000, {{"slow", 20.0, 0}, {"lean", 10.0, 8}});
-  b.add_op("head", {h}, {y}, "linear", op_phase::forward, 1.0, 0);
-  const auto p = b.build();
+  const auto p = testing::conv_head("impls", 1000, {{"slow", 20.0, 0}, {"lean", 10.0, 8}});
   const auto mp = olla::optimize(p);
   CHECK(verify(p, mp).ok);
   CHECK(mp.steps.front().impl == 1);  // lean: as fast as the own, 8 bytes of workspace instead of 1000
