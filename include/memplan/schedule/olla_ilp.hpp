@@ -460,6 +460,8 @@ struct olla_ilp {
     auto fallback = [&](const std::string& why) {
       schedule_result r = heur;
       r.note = "olla_ilp: " + why + ", used " + heur_name + (heur.note.empty() ? "" : "; " + heur.note);
+      // A last event for every ending, so that a listener learns the outcome (and a bar closes).
+      report(ctx.progress, name(), r.note, clock.elapsed(), heur.peak, lbp);
       return r;
     };
     if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
