@@ -36,6 +36,10 @@ struct options {
   // Ops that list implementations: the least-workspace one no slower than their own, then faster ones
   // that fit under that peak (plan_context::implementations; own: as the graph gives them).
   implementation_choice implementations = implementation_choice::no_slower;
+  // Certify stats.lower_bound with the min-cut bound too when the cheaper bounds leave a gap
+  // (plan_context::cut_bound; what `memplan plan` does): up to cut_bound_time_limit_s more per plan.
+  bool cut_bound = false;
+  double cut_bound_time_limit_s = 0.5;
 };
 
 // The pipeline optimize() runs, for users who want to compose further.
@@ -53,6 +57,8 @@ inline memory_plan optimize(const problem& p, const options& opt = {}) {
   ctx.capacity = opt.capacity;
   ctx.deterministic = opt.deterministic;
   ctx.implementations = opt.implementations;
+  ctx.cut_bound = opt.cut_bound;
+  ctx.cut_bound_time_limit_s = opt.cut_bound_time_limit_s;
   if (!opt.reorder) {
     place::default_placer pl;
     pl.time_limit_s = opt.place_time_limit_s;

@@ -6,6 +6,7 @@
 
 #include "../support/brute_force.hpp"
 #include "../support/conv_head.hpp"
+#include "../support/either_way.hpp"
 #include "../support/random_dag.hpp"
 
 using namespace memplan;
@@ -86,4 +87,22 @@ TEST_CASE("olla::optimize: implementations no slower than each op's own by defau
   const auto own = olla::optimize(p, {.implementations = implementation_choice::own});
   CHECK(own.steps.front().impl == -1);
   CHECK(own.stats.peak == 1200);
+}
+
+TEST_CASE("olla::optimize: the min-cut bound certifies the gap on request") {
+  // The given order peaks at 351; lower_bound_peak says 201, the min-cut bound 251 (the optimum).
+  const auto g = testing::either_way_graph();
+  const auto plain = olla::optimize(g, {.reorder = false});
+  CHECK(plain.stats.peak == 351);
+  CHECK(plain.stats.lower_bound == 201);
+  CHECK(plain.stats.lower_bound_by == "lower_bound_peak");
+  const auto cut = olla::optimize(g, {.reorder = false, .cut_bound = true});
+  CHECK(verify(make_problem(g), cut).ok);
+  CHECK(cut.stats.peak == 351);
+  CHECK(cut.stats.lower_bound == 251);
+  CHECK(cut.stats.lower_bound_by == "min-cut");
+  // Reordered, the default scheduler reaches the optimum, and the bound proves it.
+  const auto best = olla::optimize(g, {.cut_bound = true});
+  CHECK(best.stats.peak == 251);
+  CHECK(best.stats.lower_bound == 251);
 }
