@@ -13,6 +13,7 @@
 // arena memplan reached and the bound below which no plan exists. Every plan returned here has passed
 // memplan::verify (an invalid one throws errc::invalid_plan).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -95,6 +96,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     if (auto chosen = apply_implementation_choice(p, start, run_ctx); !chosen.empty())
       start.stages.push_back({stage_kind::scheduler, "given", 0.0, std::move(chosen)});
   }
+  const auto run_began = deadline::clock::now();
   try {
     tl = detail::run_from(stages, 0, p, std::move(start), run_ctx, &before_reduce, &reduce_at);
   } catch (const error& e) {
@@ -105,31 +107,63 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   }
   if constexpr (has_reducer) {
     if (limited && tl.arena > limit) {
-      // The placed arena overshoots (fragmentation, alignment): aim the reducer lower. Its least
-      // target first (can the budget be met at all?), then bisection for the highest target that
-      // fits, which recomputes least.
+      // The placed arena overshoots (fragmentation, alignment): aim the reducer lower and run it
+      // again with the stages after it. Between close targets the fragmentation changes little, so
+      // the first tries lower the target by what the placer added above the peak (a secant step);
+      // when three tries miss, the reducer's least target says whether the budget can be met at all.
+      // Then bisection for the highest target that fits, which recomputes / offloads least.
       const auto floor = ctx.cache->op_local();
       auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
         return detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
       };
-      auto least = rerun(floor);
-      if (least.arena > limit) {
-        const auto best = std::min(least.arena, tl.arena);
-        throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
-                                          ": the smallest arena memplan reached is " + detail::bytes_text(best) +
-                                          ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
-                                          " (resident bytes plus the largest single op's inputs, outputs and workspace)");
-      }
-      std::int64_t ok = floor, bad = std::min(limit, tl.peak);
-      tl = std::move(least);
-      // With a time limit, the bisection's steps (each a whole run of the reducer and what follows)
-      // share one more period of it: a step starts while the pacer sees time for one like the last
-      // (without this, plan() ran the reducer 8 times: 1.8 s under a 0.2 s limit on DenseNet-121).
+      // The reruns (each a whole run of the reducer and what follows) are paced: a run starts while
+      // the time left covers one like the longest so far. With a time limit, all of them share one
+      // more period of it (before, plan() ran the reducer 8 times: 1.8 s under a 0.2 s limit on
+      // DenseNet-121). Without one, the tries run until one fits and the bisection then gets the
+      // first run's time, so plan() takes a few runs' time, not eight (10-35 s for an offloader on
+      // the batch-32 exports before). Deterministic mode counts runs: 3 tries, 4 bisection steps.
       const double steps_limit = ctx.time_limit_or(-1.0);
-      const auto steps_until = deadline::after(steps_limit > 0 ? steps_limit : -1.0);
-      step_pacer pace(steps_until);
-      for (int i = 0; i < 6 && bad - ok > std::max<std::int64_t>(1, limit / 1000) && pace.next(); ++i) {
+      const bool timed = steps_limit > 0;
+      const double first_run_s = std::chrono::duration<double>(deadline::clock::now() - run_began).count();
+      const auto tries_until = deadline::after(timed ? steps_limit : -1.0);
+      step_pacer pace(tries_until);
+      std::int64_t bad = std::min(limit, tl.peak);  // a target known to overshoot
+      std::int64_t ok = -1;                         // the highest target known to fit
+      timeline fits;
+      std::int64_t best_arena = tl.arena;
+      auto guess = std::max(floor, bad - (tl.arena - limit));
+      for (int i = 0; i < 3 && guess > floor && guess < bad && pace.next(); ++i) {
+        auto again = rerun(guess);
+        best_arena = std::min(best_arena, again.arena);
+        if (again.arena <= limit) {
+          ok = guess;
+          fits = std::move(again);
+          break;
+        }
+        bad = guess;
+        guess = std::max(floor, guess - (again.arena - limit));
+      }
+      if (ok < 0) {
+        auto least = rerun(floor);
+        if (least.arena > limit) {
+          throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
+                                            ": the smallest arena memplan reached is " +
+                                            detail::bytes_text(std::min(best_arena, least.arena)) +
+                                            ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
+                                            " (resident bytes plus the largest single op's inputs, outputs and workspace)");
+        }
+        ok = floor;
+        fits = std::move(least);
+      }
+      tl = std::move(fits);
+      // Untimed, a bisection up from the least target (which recomputes / offloads most) runs its
+      // steps whatever they take; one up from a try that fitted gets the first run's time.
+      const bool from_floor = ok == floor;
+      const auto bisect_until = timed || ctx.deterministic || from_floor ? tries_until
+                                                                         : deadline::after(std::max(first_run_s, 0.05));
+      step_pacer bisect_pace = timed ? pace : step_pacer(bisect_until);
+      for (int i = 0; i < 4 && bad - ok > std::max<std::int64_t>(1, limit / 1000) && bisect_pace.next(); ++i) {
         const auto mid = ok + (bad - ok) / 2;
         auto again = rerun(mid);
         if (again.arena <= limit) {
