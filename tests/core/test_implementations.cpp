@@ -17,6 +17,7 @@
 #include <memplan/schedule/exact.hpp>
 #include <memplan/schedule/given.hpp>
 
+#include "../support/brute_force.hpp"
 #include "../support/conv_head.hpp"
 #include "../support/random_dag.hpp"
 #include "../support/stack_placer.hpp"
@@ -240,4 +241,53 @@ TEST_CASE("no_slower under a memory target below the peak: least workspace only,
   CHECK(tl.steps.front().impl == 1);  // lean: the least workspace, nothing upgraded above the target
   CHECK(t.less_workspace == 1);
   CHECK(t.faster == 0);
+}
+
+TEST_CASE("chosen_impls_lower_bound: the gap the order leaves under the plan's implementations") {
+  // conv's own: 1000 B of workspace; its only alternative has none but is twice as slow, so no_slower
+  // keeps the own. lower_bound_peak charges conv its least workspace (0): a 1000 B "gap" that only
+  // the slower implementation closes. With the plan's implementations the bound is the peak.
+  const auto p = testing::conv_head("lean-but-slow", 1000, {{"slow", 20.0, 0}});
+  const auto mp = plan(p, schedule::given{} | testing::stack_placer{});
+  CHECK(mp.steps.front().impl == -1);
+  CHECK(mp.stats.peak == 1200);
+  CHECK(mp.stats.lower_bound == 204);
+  CHECK(mp.stats.impl_lower_bound == 1200);
+  CHECK(chosen_impls_lower_bound(p, mp) == 1200);
+  // Not computed when every op runs its least workspace (the two bounds agree) ...
+  const auto lean = testing::conv_head("lean-and-fast", 1000, {{"lean", 10.0, 0}});
+  const auto ml = plan(lean, schedule::given{} | testing::stack_placer{});
+  CHECK(ml.steps.front().impl == 0);
+  CHECK(!chosen_impls_lower_bound(lean, ml).has_value());
+  CHECK(ml.stats.impl_lower_bound == -1);
+  // ... nor on a plan that recomputes or offloads (its bound is op-local), nor without alternatives.
+  CHECK(!chosen_impls_lower_bound(testing::conv_head("none", 1000, {}), mp).has_value());
+  // A false claim is caught by verify.
+  auto tampered = mp;
+  tampered.stats.impl_lower_bound = 1201;
+  CHECK(!verify(p, tampered).ok);
+
+  // Valid on random graphs: never above the least peak of any order with those workspaces (brute force).
+  int computed = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto q = with_random_implementations(make_problem(testing::random_dag(seed, {.ops = 8})), seed + 300);
+    CAPTURE(seed);
+    const auto m = plan(q, schedule::given{} | testing::stack_placer{});
+    const auto b = chosen_impls_lower_bound(q, m);
+    CHECK(m.stats.impl_lower_bound == (b && *b > m.stats.lower_bound ? *b : -1));
+    if (!b) continue;
+    ++computed;
+    std::vector<std::int32_t> impl(static_cast<std::size_t>(q.num_ops()), -1);
+    for (const auto& s : m.steps)
+      if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.op())] = s.impl;
+    const auto fixed = with_ops(q, [&](const problem&, op_id o, op_fields& f) {
+      f.workspace = impl_workspace(q, o, impl[static_cast<std::size_t>(o)]);
+      f.impls.clear();
+    });
+    CHECK(*b <= testing::brute_force_min_peak(fixed));
+    CHECK(*b >= m.stats.lower_bound);
+    CHECK(*b <= m.stats.peak);
+  }
+  MESSAGE(computed << " of 40 random plans run some op above its least workspace");
+  CHECK(computed >= 10);
 }

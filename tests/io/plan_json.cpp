@@ -15,6 +15,7 @@
 #include <memplan/place/best_fit.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/given.hpp>
+#include "../support/conv_head.hpp"
 #include "io_support.hpp"
 
 using iotest::data_dir;
@@ -91,6 +92,7 @@ TEST_CASE("plan round trip: names in the file, same plan back, still verified") 
       CHECK(verify(p, back).ok);
       CHECK_FALSE(mp.stats.lower_bound_by.empty());
       CHECK(back.stats.lower_bound_by == mp.stats.lower_bound_by);
+      CHECK(back.stats.impl_lower_bound == mp.stats.impl_lower_bound);
       // Plan files of version 1 keep loading: the same plan.
       const auto v1 = io::parse_plan(p, as_version1(p, mp).dump(1), "plan-v1.json");
       check_same_plan(mp, v1);
@@ -256,4 +258,30 @@ TEST_CASE("report: figures from the plan, JSON with every key") {
   CHECK(io::human_bytes(512) == "512 B");
   CHECK(io::human_bytes(1536) == "1.50 KiB");
   CHECK(io::human_bytes(782497252) == "746.25 MiB");
+}
+
+TEST_CASE("report and plan file: the bound for the plan's implementations, when it says more") {
+  // conv keeps its fast own implementation (1000 B of workspace); the lean one is twice as slow.
+  const auto p = testing::conv_head("lean-but-slow", 1000, {{"slow", 20.0, 0}});
+  const auto mp = plan(p, schedule::given{} | place::greedy_by_size{});
+  REQUIRE(mp.stats.impl_lower_bound == 1200);
+  const auto j = io::plan_to_json(p, mp);
+  CHECK(j["stats"]["impl_lower_bound"] == 1200);
+  CHECK(io::parse_plan(p, j.dump(1), "plan.json").stats.impl_lower_bound == 1200);
+  const auto r = io::make_report(p, mp);
+  CHECK(r.impl_lower_bound == 1200);
+  CHECK(r.impl_gap == 0.0);
+  const auto rj = io::report_to_json(r);
+  CHECK(rj["impl_lower_bound"] == 1200);
+  CHECK(rj["impl_gap"] == 0.0);
+  std::ostringstream os;
+  io::print_report(os, r);
+  CHECK(os.str().find("impl bound     1.17 KiB (1200 B), gap 0.00 % for the plan's implementations") != std::string::npos);
+  // Without alternatives the plan file and the report leave it out.
+  const auto plain = testing::conv_head("plain", 1000, {});
+  const auto pp = plan(plain, schedule::given{} | place::greedy_by_size{});
+  CHECK(!io::plan_to_json(plain, pp)["stats"].contains("impl_lower_bound"));
+  std::ostringstream os2;
+  io::print_report(os2, io::make_report(plain, pp));
+  CHECK(os2.str().find("impl bound") == std::string::npos);
 }

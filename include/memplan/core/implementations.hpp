@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/problem_builder.hpp>
@@ -208,6 +209,28 @@ inline std::optional<problem> scheduling_problem(const problem& p, const plan_co
   for (op_id o = 0; o < p.num_ops() && !lower; ++o) lower = ws(o) < p.workspace(o);
   if (!lower) return std::nullopt;
   return with_ops(p, [&](const problem&, op_id o, op_fields& f) { f.workspace = ws(o); });
+}
+
+// A lower bound on the peak of any order when every op runs the implementation of its compute step
+// in `tl` (lower_bound_peak of a copy with those workspaces and no alternatives). lower_bound_peak(p)
+// charges each op its least workspace over all alternatives, so it also covers slower, leaner
+// implementations than the plan's; this bound says how much of a gap the order leaves under the
+// plan's own choice. nullopt when no op's chosen workspace is above its least (the bounds agree).
+inline std::optional<std::int64_t> chosen_impls_lower_bound(const problem& p, const timeline& tl,
+                                                            std::int32_t max_ops_for_reachability = 30000) {
+  if (!has_implementations(p)) return std::nullopt;
+  std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
+  for (const auto& s : tl.steps)
+    if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.op())] = s.impl;
+  bool above = false;
+  for (op_id o = 0; o < p.num_ops() && !above; ++o)
+    above = impl_workspace(p, o, impl[static_cast<std::size_t>(o)]) > min_workspace(p, o);
+  if (!above) return std::nullopt;
+  const auto fixed = with_ops(p, [&](const problem&, op_id o, op_fields& f) {
+    f.workspace = impl_workspace(p, o, impl[static_cast<std::size_t>(o)]);
+    f.impls.clear();
+  });
+  return lower_bound_peak(fixed, max_ops_for_reachability).bytes;
 }
 
 // What implementation_choice::no_slower did to a timeline.

@@ -212,6 +212,9 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     }
   }
   set_lower_bound(mp.stats, lb);
+  if (!reduced)
+    if (const auto fixed = chosen_impls_lower_bound(p, mp, ctx.lower_bound_max_ops); fixed && *fixed > lb)
+      mp.stats.impl_lower_bound = *fixed;  // verify checks it is not above the peak
   if (ctx.compute_given_peak) mp.stats.given_peak = ctx.cache->given_peak();
   if (ctx.deterministic) {
     // Wall-clock figures are the one part of a plan that differs between runs: leave them out so

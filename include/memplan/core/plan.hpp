@@ -15,6 +15,10 @@ struct plan_stats {
   std::int64_t lower_bound = 0;       // valid lower bound on the peak of any plan the pipeline could make
   std::string lower_bound_by;         // which bound that is: "lower_bound_peak", "scheduler", "min-cut", "op-local" ("": not said)
   double gap = 0.0;                   // (peak - lower_bound) / peak
+  // A bound on the peak of any order with the plan's implementations (chosen_impls_lower_bound), when
+  // it is above lower_bound: the rest of the gap needs slower, leaner implementations. -1: not computed
+  // (no op runs above its least workspace, or the plan recomputes or offloads).
+  std::int64_t impl_lower_bound = -1;
   std::int64_t arena = 0;             // bytes of the one arena
   std::int64_t arena_lower_bound = 0; // the placer's bound on the arena for this timeline
   double fragmentation = 0.0;         // (arena - peak) / arena (OLLA §5.4)

@@ -347,6 +347,9 @@ class referee {
       return "stats claim an arena of " + std::to_string(st.arena) + " bytes, the plan has " + std::to_string(plan_.arena);
     if (st.lower_bound > peak)
       return "plan claims a lower bound of " + std::to_string(st.lower_bound) + " bytes above its own peak " + std::to_string(peak);
+    if (st.impl_lower_bound > peak)
+      return "plan claims a lower bound of " + std::to_string(st.impl_lower_bound) +
+             " bytes for its implementations above its own peak " + std::to_string(peak);
     if (st.arena_lower_bound > plan_.arena)
       return "plan claims an arena lower bound of " + std::to_string(st.arena_lower_bound) + " bytes above its own arena " +
              std::to_string(plan_.arena);

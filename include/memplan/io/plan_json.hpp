@@ -37,6 +37,7 @@ inline json stats_to_json(const plan_stats& st) {
   s["peak"] = st.peak;
   s["lower_bound"] = st.lower_bound;
   if (!st.lower_bound_by.empty()) s["lower_bound_by"] = st.lower_bound_by;
+  if (st.impl_lower_bound >= 0) s["impl_lower_bound"] = st.impl_lower_bound;
   s["gap"] = st.gap;
   s["arena"] = st.arena;
   s["arena_lower_bound"] = st.arena_lower_bound;
@@ -311,6 +312,7 @@ struct plan_reader {
     auto opt_str = [&](const char* k, std::string& out) { if (auto it = st.find(k); it != st.end()) out = string(*it, std::string("stats.") + k); };
     opt_int("lower_bound", s.lower_bound);
     opt_str("lower_bound_by", s.lower_bound_by);
+    opt_int("impl_lower_bound", s.impl_lower_bound);
     opt_num("gap", s.gap);
     opt_int("arena", s.arena);
     opt_int("arena_lower_bound", s.arena_lower_bound);
@@ -376,6 +378,10 @@ inline json report_to_json(const report& r) {
   j["lower_bound"] = r.lower_bound;
   if (!r.lower_bound_by.empty()) j["lower_bound_by"] = r.lower_bound_by;
   j["gap"] = r.gap;
+  if (r.impl_lower_bound >= 0) {
+    j["impl_lower_bound"] = r.impl_lower_bound;
+    j["impl_gap"] = r.impl_gap;
+  }
   j["plan_seconds"] = r.plan_seconds;
   j["schedule_seconds"] = r.schedule_seconds;
   j["place_seconds"] = r.place_seconds;

@@ -26,6 +26,8 @@ struct report {
   std::int64_t lower_bound = 0;      // valid lower bound on the peak of any order
   std::string lower_bound_by;        // which bound (plan_stats::lower_bound_by)
   double gap = 0.0;                  // (planned_peak - lower_bound) / planned_peak
+  std::int64_t impl_lower_bound = -1; // bound for the plan's implementations (plan_stats::impl_lower_bound), -1: none
+  double impl_gap = 0.0;             // (planned_peak - impl_lower_bound) / planned_peak
   double reduction = 0.0;            // (given_peak - planned_peak) / given_peak; 0 when given_peak unknown
   double plan_seconds = 0.0;         // wall time of the whole planning run
   double schedule_seconds = 0.0, checkpoint_seconds = 0.0, place_seconds = 0.0;
@@ -70,6 +72,9 @@ inline report make_report(const problem& p, const memory_plan& mp, double plan_s
   r.fragmentation = mp.arena > 0 ? static_cast<double>(mp.arena - st.peak) / static_cast<double>(mp.arena) : 0.0;
   r.lower_bound = st.lower_bound;
   r.lower_bound_by = st.lower_bound_by;
+  r.impl_lower_bound = st.impl_lower_bound;
+  if (st.impl_lower_bound >= 0 && st.peak > 0)
+    r.impl_gap = static_cast<double>(st.peak - st.impl_lower_bound) / static_cast<double>(st.peak);
   r.gap = st.peak > 0 ? static_cast<double>(st.peak - st.lower_bound) / static_cast<double>(st.peak) : 0.0;
   r.reduction = st.given_peak > 0 ? static_cast<double>(st.given_peak - st.peak) / static_cast<double>(st.given_peak) : 0.0;
   r.plan_seconds = plan_seconds;
@@ -150,6 +155,9 @@ inline void print_report(std::ostream& os, const report& r) {
   os << "lower bound    " << bytes(r.lower_bound) << ", gap " << percent(r.gap);
   if (!r.lower_bound_by.empty()) os << " (" << r.lower_bound_by << " bound)";
   os << "\n";
+  if (r.impl_lower_bound >= 0)
+    os << "impl bound     " << bytes(r.impl_lower_bound) << ", gap " << percent(r.impl_gap)
+       << " for the plan's implementations (the rest of the gap needs slower ones with less workspace)\n";
   os << "arena          " << bytes(r.arena_bytes) << ", fragmentation " << percent(r.fragmentation) << ", alignment "
      << r.alignment;
   if (r.capacity >= 0) os << ", capacity " << bytes(r.capacity);
