@@ -277,9 +277,7 @@ TEST_CASE("chosen_impls_lower_bound: the gap the order leaves under the plan's i
     CHECK(m.stats.impl_lower_bound == (b && *b > m.stats.lower_bound ? *b : -1));
     if (!b) continue;
     ++computed;
-    std::vector<std::int32_t> impl(static_cast<std::size_t>(q.num_ops()), -1);
-    for (const auto& s : m.steps)
-      if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.op())] = s.impl;
+    const auto impl = compute_impls(q, m);
     const auto fixed = with_ops(q, [&](const problem&, op_id o, op_fields& f) {
       f.workspace = impl_workspace(q, o, impl[static_cast<std::size_t>(o)]);
       f.impls.clear();

@@ -219,9 +219,7 @@ inline std::optional<problem> scheduling_problem(const problem& p, const plan_co
 inline std::optional<std::int64_t> chosen_impls_lower_bound(const problem& p, const timeline& tl,
                                                             std::int32_t max_ops_for_reachability = 30000) {
   if (!has_implementations(p)) return std::nullopt;
-  std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
-  for (const auto& s : tl.steps)
-    if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.op())] = s.impl;
+  const auto impl = compute_impls(p, tl);
   bool above = false;
   for (op_id o = 0; o < p.num_ops() && !above; ++o)
     above = impl_workspace(p, o, impl[static_cast<std::size_t>(o)]) > min_workspace(p, o);

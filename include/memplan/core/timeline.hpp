@@ -117,6 +117,14 @@ inline double step_cost(const problem& p, const step& s) {
   return p.implementations(s.id)[static_cast<std::size_t>(s.impl)].cost;
 }
 
+// The implementation of each op's compute step, by op (-1: its own, or the op has no compute step).
+inline std::vector<std::int32_t> compute_impls(const problem& p, const timeline& tl) {
+  std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
+  for (const auto& s : tl.steps)
+    if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.op())] = s.impl;
+  return impl;
+}
+
 // Non-empty storages whose first materialization exists before the first step, in storage order.
 inline std::vector<storage_id> initial_storages(const problem& p) {
   std::vector<storage_id> v;

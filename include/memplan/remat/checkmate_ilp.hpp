@@ -1223,9 +1223,7 @@ struct checkmate_ilp {
     std::string rebuilt;
     if (std::any_of(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind != step_kind::compute && s.kind != step_kind::free; })) {
       auto base = make_timeline(p, tl.order());
-      std::vector<std::int32_t> impl(static_cast<std::size_t>(p.num_ops()), -1);
-      for (const auto& s : tl.steps)
-        if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.id)] = s.impl;
+      const auto impl = compute_impls(p, tl);
       for (auto& s : base.steps)
         if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
       derive(p, base);

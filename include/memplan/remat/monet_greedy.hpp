@@ -172,9 +172,7 @@ struct monet_greedy {
     // Step 4: the best choice so far, recomputed over again.
     for (std::int32_t r = 0; r < rounds && pace.next(); ++r) {
       const auto b = best();
-      std::vector<std::int32_t> impl(n, -1);
-      for (const auto& s : cs[b].tl.steps)
-        if (s.kind == step_kind::compute) impl[static_cast<std::size_t>(s.id)] = s.impl;
+      const auto impl = compute_impls(p, cs[b].tl);
       const auto before = cs[b].cost;
       const auto fits = cs[b].tl.peak <= target;
       consider(impl, "round " + std::to_string(r + 1));
