@@ -9,6 +9,7 @@
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
+#include <memplan/io/explain.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
 #include <memplan/io/report.hpp>
@@ -260,7 +261,7 @@ TEST_CASE("report: figures from the plan, JSON with every key") {
   CHECK(io::human_bytes(782497252) == "746.25 MiB");
 }
 
-TEST_CASE("report and plan file: the bound for the plan's implementations, when it says more") {
+TEST_CASE("report, explain and plan file: the bound for the plan's implementations, when it says more") {
   // conv keeps its fast own implementation (1000 B of workspace); the lean one is twice as slow.
   const auto p = testing::conv_head("lean-but-slow", 1000, {{"slow", 20.0, 0}});
   const auto mp = plan(p, schedule::given{} | place::greedy_by_size{});
@@ -277,6 +278,10 @@ TEST_CASE("report and plan file: the bound for the plan's implementations, when 
   std::ostringstream os;
   io::print_report(os, r);
   CHECK(os.str().find("impl bound     1.17 KiB (1200 B), gap 0.00 % for the plan's implementations") != std::string::npos);
+  std::ostringstream ex;
+  io::explain(ex, p, mp);
+  CHECK(ex.str().find("lower bound 204 B (204 B) (" + mp.stats.lower_bound_by + ")\n") != std::string::npos);
+  CHECK(ex.str().find("bound for the plan's implementations 1.17 KiB (1200 B): the rest of the gap needs") != std::string::npos);
   // Without alternatives the plan file and the report leave it out.
   const auto plain = testing::conv_head("plain", 1000, {});
   const auto pp = plan(plain, schedule::given{} | place::greedy_by_size{});

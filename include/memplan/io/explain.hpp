@@ -51,8 +51,14 @@ inline void explain(std::ostream& os, const problem& p, const memory_plan& mp, c
   os << "plan of '" << p.name() << "': " << mp.steps.size() << " steps over " << p.num_ops() << " ops, " << mp.mats.size()
      << " materializations of " << p.num_storages() << " storages\n";
   os << "arena " << bytes(mp.arena) << ", peak " << bytes(st.peak);
-  if (st.lower_bound > 0) os << ", lower bound " << bytes(st.lower_bound);
+  if (st.lower_bound > 0) {
+    os << ", lower bound " << bytes(st.lower_bound);
+    if (!st.lower_bound_by.empty()) os << " (" << st.lower_bound_by << ")";
+  }
   os << "\n";
+  if (st.impl_lower_bound >= 0)
+    os << "bound for the plan's implementations " << bytes(st.impl_lower_bound)
+       << ": the rest of the gap needs slower implementations with less workspace\n";
   if (!mp.stages.empty()) {
     os << "stages:";
     for (const auto& r : mp.stages) os << " " << to_string(r.kind) << " " << r.name << ";";
