@@ -41,6 +41,19 @@ TEST_CASE("step_pacer: the first step always starts, then only while the time le
     std::this_thread::sleep_for(600ms);  // the first step: 0.6 s, so at most 0.4 s are left
     CHECK_FALSE(pace.next());
   }
+  SUBCASE("reserved steps: a step starts only while the time left also covers the reserve") {
+    const auto d = deadline::after(1.0);
+    step_pacer pace(d);
+    CHECK(pace.next(1));
+    CHECK(pace.longest() == 0.0);
+    std::this_thread::sleep_for(300ms);  // a 0.3 s step: at most 0.7 s left, under the 0.9 s of 1 + 2 steps
+    CHECK_FALSE(pace.next(2));
+    CHECK(pace.longest() >= 0.3);
+    CHECK(pace.next(0));  // 0.3 s fits without the reserve (the call in between was a step of ~0 s)
+    const auto never = deadline::never();
+    step_pacer unlimited(never);
+    CHECK(unlimited.next(1000));  // no limit: the reserve asks for nothing
+  }
   SUBCASE("short steps under a long limit keep going") {
     const auto d = deadline::after(60.0);
     step_pacer pace(d);

@@ -44,7 +44,9 @@ class deadline {
 class step_pacer {
  public:
   explicit step_pacer(const deadline& d) : d_(&d) {}
-  [[nodiscard]] bool next() {
+  // reserved_steps: time for that many more steps of the longest length is left over as well (a last
+  // resort that must still run after the loop).
+  [[nodiscard]] bool next(int reserved_steps = 0) {
     if (!d_->limited()) return true;
     const auto now = deadline::clock::now();
     if (!started_) {
@@ -55,8 +57,10 @@ class step_pacer {
     const double step = std::chrono::duration<double>(now - last_).count();
     if (step > longest_) longest_ = step;
     last_ = now;
-    return !d_->expired() && d_->seconds_left() >= longest_;
+    return !d_->expired() && d_->seconds_left() >= longest_ * (1.0 + reserved_steps);
   }
+  // The longest step so far (seconds; 0 before the second next()).
+  [[nodiscard]] double longest() const noexcept { return longest_; }
 
  private:
   const deadline* d_;

@@ -155,9 +155,13 @@ struct monet_ilp {
         warm_ok = true;
       }
     }
-    // Without a solve to follow, the on-demand plan only matters when no candidate fits yet.
+    // Without a solve to follow, the on-demand plan only matters when no candidate fits yet, and it starts
+    // only while a quarter of the limit is left: it takes about as long as one of the warm start's
+    // choices (48 ms on EfficientNet-B0 at batch 32), and the warm start may have used the whole limit
+    // (monet_greedy runs the same on-demand plan as its own last resort).
     auto fits_already = [&] { return std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; }); };
-    if (auto od = clock.expired() || (!will_solve && fits_already()) ? std::nullopt : detail::on_demand_plan(p, f, clock)) {
+    const bool late = clock.expired() || (!will_solve && clock.limited() && clock.seconds_left() < 0.25 * limit);
+    if (auto od = late || (!will_solve && fits_already()) ? std::nullopt : detail::on_demand_plan(p, f, clock)) {
       for (int variant = 0; variant < 2; ++variant) {
         auto sp = *od;
         for (std::int32_t t = 0; t < f.n; ++t)
