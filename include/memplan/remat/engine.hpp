@@ -18,9 +18,14 @@
 // Recomputation is just in time and recursive: before an op runs, every tensor it reads (and every
 // in-place base it writes) must be on the device holding that value; a missing one is recomputed
 // from its producer, whose missing inputs are recomputed first (in topological order, each op once
-// per burst). A value is only dropped or evicted when it can be recomputed later: `until[t]` is the
-// static bound below which t can be recreated from the resident storages alone (its producer is
-// recomputable, no in-place write has overwritten what it needs, ...).
+// per burst, in the order's own relative order). A value is only dropped or evicted when it can be
+// recomputed later: `recreatable(t, pos)` is the static set of positions (a few intervals) where t
+// can be recreated from what is on the device (its producer is recomputable, what it reads is there
+// or recreatable, and no in-place write holds that storage then). An in-place write closes the window
+// of the value it overwrites, and the window opens again once every version of that storage has been
+// used for the last time: the storage is free then, so the old value can be rebuilt into it. That is
+// what lets a block `y = clone(x); relu_(x)` drop y (ReLU/SiLU backward reads the pre-activation
+// clone) and rebuild it in the backward pass, instead of keeping it from the forward pass on.
 //
 // Cost: O(steps + uses) for the replay, plus the bursts (each op at most once per burst) and, with a
 // target, O(live) per eviction.
@@ -28,6 +33,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -103,13 +109,21 @@ class engine {
     st.impl = impl_.empty() ? -1 : impl_[static_cast<std::size_t>(o)];
     return st;
   }
-  // Below this position, tensor t can be recomputed when it is not on the device (0: never).
-  [[nodiscard]] std::int32_t until(tensor_id t) const { return recreate_[static_cast<std::size_t>(t)]; }
-  // May storage s be freed now (at position `now`) and recreated for its next use?
+  // Can tensor t be recomputed at position `pos` when it is not on the device?
+  [[nodiscard]] bool recreatable(tensor_id t, std::int32_t pos) const { return window_at(recreate_[static_cast<std::size_t>(t)], pos) != nullptr; }
+  // Can it be recomputed at all (at some position)?
+  [[nodiscard]] bool ever_recreatable(tensor_id t) const { return !recreate_[static_cast<std::size_t>(t)].empty(); }
+  // May storage s be freed now (at position `now`) and recreated for its next use? Yes when the value
+  // it holds can be recreated at every position up to that use; or, across a closed window (an
+  // in-place write holds the storage in between), when no op that reads the value runs before the
+  // window opens again: a burst only replays ops placed before its position, so none can need the
+  // value while the window is closed.
   [[nodiscard]] bool droppable(storage_id s, std::int32_t next_use) const {
     if (p_.resident(s) || p_.live_to_end(s) || p_.preexisting(s) || p_.storage_bytes(s) == 0) return false;
     const auto h = holds_.empty() ? p_.storage_root(s) : tensor_id(holds_[static_cast<std::size_t>(s)]);
-    return next_use < until(h);
+    const auto* w = window_at(recreate_[static_cast<std::size_t>(h)], next_use);
+    if (!w) return false;
+    return w->first <= now_ || first_reader_[static_cast<std::size_t>(h)] >= w->first;
   }
   // Live state, for policies that look at it.
   [[nodiscard]] bool on_device(storage_id s) const { return on_[static_cast<std::size_t>(s)] != 0; }
@@ -198,13 +212,43 @@ class engine {
   }
 
  private:
-  // ---- static: until when each tensor can be recreated, and read ----
-  // recreate_[t]: below this position t can be recomputed from scratch (its producer recomputable,
-  //   everything that producer needs readable or recreatable then, no other output of it overwritten
-  //   in place); 0 for tensors without a recomputable producer.
-  // avail_[t]: below this position t is either on the device holding its value or recreatable: a
-  //   storage that is never dropped stays until its last use, and one that is dropped or evicted is
-  //   only dropped while it can be recreated for its next use.
+  // ---- static: where each tensor can be recreated, and read ----
+  // Position sets are a few sorted, disjoint half-open intervals [begin, end).
+  using windows = std::vector<std::pair<std::int32_t, std::int32_t>>;
+  static const std::pair<std::int32_t, std::int32_t>* window_at(const windows& w, std::int32_t pos) {
+    for (const auto& x : w)
+      if (x.first <= pos && pos < x.second) return &x;
+    return nullptr;
+  }
+  static windows intersect(const windows& a, const windows& b) {
+    windows r;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+      const auto lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+      if (lo < hi) r.push_back({lo, hi});
+      (a[i].second < b[j].second ? i : j)++;
+    }
+    return r;
+  }
+  static windows unite(const windows& a, const windows& b) {
+    windows all(a);
+    all.insert(all.end(), b.begin(), b.end());
+    std::sort(all.begin(), all.end());
+    windows r;
+    for (const auto& x : all) {
+      if (x.first >= x.second) continue;
+      if (!r.empty() && x.first <= r.back().second) r.back().second = std::max(r.back().second, x.second);
+      else r.push_back(x);
+    }
+    return r;
+  }
+  // recreate_[t]: where t can be recomputed from scratch (its producer recomputable, everything that
+  //   producer needs readable or recreatable there, no in-place write holding an output's or a read
+  //   value's storage then); empty for tensors without a recomputable producer.
+  // avail_[t]: where t is either on the device holding its value or recreatable: a storage that is
+  //   never dropped stays until its last use, and one that is dropped or evicted is only dropped while
+  //   it can be recreated for its next use (droppable).
+  // first_reader_[t]: the earliest position of an op that reads t (or overwrites it in place).
   void compute_until() {
     const auto nt = static_cast<std::size_t>(p_.num_tensors());
     const auto n = static_cast<std::int32_t>(order_.size());
@@ -220,25 +264,40 @@ class engine {
       const auto& u = uses_[static_cast<std::size_t>(s)];
       return u.empty() ? 0 : u.back();
     };
-    recreate_.assign(nt, 0);
-    avail_.assign(nt, 0);
+    auto below = [](std::int32_t e) { return e > 0 ? windows{{0, e}} : windows{}; };
+    // Where t's storage does not hold a later version: before the in-place write, and after the
+    // storage's last use (every version's), when nothing holds it.
+    auto own_storage = [&](tensor_id t) {
+      const auto ov = overwritten[static_cast<std::size_t>(t)];
+      if (ov == never) return windows{{0, never}};
+      const auto s = p_.storage_of(t);
+      if (p_.resident(s) || p_.live_to_end(s) || p_.preexisting(s)) return below(ov);
+      return unite(below(ov), windows{{last_use(t) + 1, never}});
+    };
+    recreate_.assign(nt, {});
+    avail_.assign(nt, {});
+    first_reader_.assign(nt, never);
     auto set_avail = [&](tensor_id t) {
       const auto tu = static_cast<std::size_t>(t);
-      avail_[tu] = std::max(recreate_[tu], std::min(overwritten[tu], last_use(t) + 1));
+      avail_[tu] = unite(recreate_[tu], below(std::min(overwritten[tu], last_use(t) + 1)));
     };
     for (tensor_id t = 0; t < p_.num_tensors(); ++t)
       if (p_.producer(t) == no_id) set_avail(t);
     for (auto q : order_) {
-      std::int32_t u = p_.recomputable(q) ? never : 0;
+      const auto qp = pos_[static_cast<std::size_t>(q)];
+      windows u = p_.recomputable(q) ? windows{{0, never}} : windows{};
       for (auto t : p_.outputs(q))
-        if (p_.inplace_of(t) == no_id) u = std::min(u, overwritten[static_cast<std::size_t>(t)]);
+        if (p_.inplace_of(t) == no_id && !u.empty()) u = intersect(u, own_storage(t));
       for (auto r : required(q)) {
+        auto& fr = first_reader_[static_cast<std::size_t>(r)];
+        fr = std::min(fr, qp);
+        if (u.empty()) continue;
         bool is_base = false;
         for (auto t : p_.outputs(q)) is_base |= p_.inplace_of(t) == r;
         const auto ru = static_cast<std::size_t>(r);
         // An in-place base may be recreated into its storage and overwritten at once; any other input
         // must still hold its value (its storage cannot hold two versions).
-        u = std::min(u, is_base ? avail_[ru] : std::min(avail_[ru], overwritten[ru]));
+        u = intersect(u, is_base ? avail_[ru] : intersect(avail_[ru], own_storage(r)));
       }
       for (auto t : p_.outputs(q)) {
         recreate_[static_cast<std::size_t>(t)] = u;
@@ -318,6 +377,9 @@ class engine {
     std::vector<std::uint8_t> seen(static_cast<std::size_t>(p_.num_ops()), 0);
     collect(t, ops, seen);
     if (ops.empty()) return;
+    // The order's relative order: a topological order that also runs a reader of a storage's old value
+    // before the in-place write that overwrites it (the depth-first order of collect need not).
+    std::sort(ops.begin(), ops.end(), [&](op_id a, op_id b) { return pos_[static_cast<std::size_t>(a)] < pos_[static_cast<std::size_t>(b)]; });
     ++st_.bursts;
     // Within the burst, a value is needed until the last burst op that reads it.
     std::vector<std::int32_t> last_need(static_cast<std::size_t>(p_.num_storages()), -1);
@@ -356,7 +418,7 @@ class engine {
     if (readable(t)) return;
     const auto q = p_.producer(t);
     const auto st = static_cast<std::size_t>(p_.storage_of(t));
-    if (q == no_id || now_ >= until(t) || (on_[st] && p_.inplace_of(t) == no_id))
+    if (q == no_id || !recreatable(t, now_) || (on_[st] && p_.inplace_of(t) == no_id))
       throw error(errc::runtime_error, "remat engine: tensor '" + p_.tensor_name(t) + "' is needed at step " + std::to_string(now_) +
                                            " but can no longer be recomputed (internal error of the policy's drops)");
     if (seen[static_cast<std::size_t>(q)]) return;
@@ -418,7 +480,8 @@ class engine {
   std::vector<double> cost_;
   std::vector<std::int32_t> impl_;
   std::vector<std::int64_t> ws_;
-  std::vector<std::int32_t> recreate_, avail_;
+  std::vector<windows> recreate_, avail_;
+  std::vector<std::int32_t> first_reader_;
   // replay state
   std::vector<std::uint8_t> on_;
   std::vector<std::int32_t> holds_;

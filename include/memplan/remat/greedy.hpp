@@ -59,7 +59,7 @@ struct greedy {
     std::vector<std::pair<double, storage_id>> rank;
     if (drop_cheap)
       for (auto s : c.produced)
-        if (c.droppable(s) && e.until(p.storage_root(s)) > 0)
+        if (c.droppable(s) && e.ever_recreatable(p.storage_root(s)))
           rank.push_back({e.cost(p.storage_allocator(s)) / static_cast<double>(p.storage_bytes(s)), s});
     std::stable_sort(rank.begin(), rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     // Each attempt is one engine replay; an attempt starts only while the time left covers the longest
