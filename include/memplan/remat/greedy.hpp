@@ -56,11 +56,23 @@ struct greedy {
     detail::engine e(p, tl);
     const auto c = chain_of(p, e.order(), [&](op_id o) { return e.cost(o); });
     // The ranking: droppable forward values, cheapest to recompute per byte first.
+    // The cost of bringing a value back counts, besides its producer, the producers of what it reads
+    // that an in-place write has overwritten by then (the old value is rebuilt too): a clone of a
+    // pre-activation costs the clone plus the batch norm that made it.
+    std::vector<std::uint8_t> overwritten(static_cast<std::size_t>(p.num_tensors()), 0);
+    for (tensor_id t = 0; t < p.num_tensors(); ++t)
+      if (p.inplace_of(t) != no_id) overwritten[static_cast<std::size_t>(p.inplace_of(t))] = 1;
+    auto rebuild_cost = [&](op_id q) {
+      double cost = e.cost(q);
+      for (auto r : p.inputs(q))
+        if (overwritten[static_cast<std::size_t>(r)] && p.producer(r) != no_id) cost += e.cost(p.producer(r));
+      return cost;
+    };
     std::vector<std::pair<double, storage_id>> rank;
     if (drop_cheap)
       for (auto s : c.produced)
         if (c.droppable(s) && e.ever_recreatable(p.storage_root(s)))
-          rank.push_back({e.cost(p.storage_allocator(s)) / static_cast<double>(p.storage_bytes(s)), s});
+          rank.push_back({rebuild_cost(p.storage_allocator(s)) / static_cast<double>(p.storage_bytes(s)), s});
     std::stable_sort(rank.begin(), rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     // Each attempt is one engine replay; an attempt starts only while the time left covers the longest
     // one so far (step_pacer), except the first and, when nothing met the target yet, one eviction run
