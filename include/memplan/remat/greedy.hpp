@@ -85,7 +85,7 @@ struct greedy {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
       for (std::size_t i = 0; i < k; ++i) pol.drop_it[static_cast<std::size_t>(rank[i].second)] = 1;
       engine_stats st;
-      detail::candidate cand{e.run(pol, target, with_eviction, &st), 0.0, {}};
+      detail::candidate cand{e.run(pol, target, with_eviction, &st, &clock), 0.0, {}};
       cand.cost = detail::recompute_cost(e, cand.tl);
       cand.what = std::to_string(k) + " cheapest values dropped" +
                   (with_eviction ? ", " + std::to_string(st.evictions) + " evictions" : std::string());
