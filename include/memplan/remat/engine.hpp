@@ -111,6 +111,8 @@ class engine {
   }
   // Can tensor t be recomputed at position `pos` when it is not on the device?
   [[nodiscard]] bool recreatable(tensor_id t, std::int32_t pos) const { return window_at(recreate_[static_cast<std::size_t>(t)], pos) != nullptr; }
+  // Is t overwritten in place by a later version of its storage?
+  [[nodiscard]] bool overwritten_in_place(tensor_id t) const { return overwritten_[static_cast<std::size_t>(t)] != never; }
   // Can it be recomputed at all (at some position)?
   [[nodiscard]] bool ever_recreatable(tensor_id t) const { return !recreate_[static_cast<std::size_t>(t)].empty(); }
   // May storage s be freed now (at position `now`) and recreated for its next use? Yes when the value
@@ -248,11 +250,13 @@ class engine {
   // avail_[t]: where t is either on the device holding its value or recreatable: a storage that is
   //   never dropped stays until its last use, and one that is dropped or evicted is only dropped while
   //   it can be recreated for its next use (droppable).
-  // first_reader_[t]: the earliest position of an op that reads t (or overwrites it in place).
+  // first_reader_[t]: the earliest position of an op that reads t (or overwrites it in place);
+  // overwritten_[t]: the position of the in-place write that overwrites t (never: none).
   void compute_until() {
     const auto nt = static_cast<std::size_t>(p_.num_tensors());
     const auto n = static_cast<std::int32_t>(order_.size());
-    std::vector<std::int32_t> overwritten(nt, never);  // where t's in-place successor is written
+    overwritten_.assign(nt, never);  // where t's in-place successor is written
+    auto& overwritten = overwritten_;
     for (tensor_id t = 0; t < p_.num_tensors(); ++t) {
       const auto base = p_.inplace_of(t);
       if (base != no_id && p_.producer(t) != no_id)
@@ -481,7 +485,7 @@ class engine {
   std::vector<std::int32_t> impl_;
   std::vector<std::int64_t> ws_;
   std::vector<windows> recreate_, avail_;
-  std::vector<std::int32_t> first_reader_;
+  std::vector<std::int32_t> first_reader_, overwritten_;
   // replay state
   std::vector<std::uint8_t> on_;
   std::vector<std::int32_t> holds_;

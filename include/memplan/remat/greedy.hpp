@@ -59,13 +59,10 @@ struct greedy {
     // The cost of bringing a value back counts, besides its producer, the producers of what it reads
     // that an in-place write has overwritten by then (the old value is rebuilt too): a clone of a
     // pre-activation costs the clone plus the batch norm that made it.
-    std::vector<std::uint8_t> overwritten(static_cast<std::size_t>(p.num_tensors()), 0);
-    for (tensor_id t = 0; t < p.num_tensors(); ++t)
-      if (p.inplace_of(t) != no_id) overwritten[static_cast<std::size_t>(p.inplace_of(t))] = 1;
     auto rebuild_cost = [&](op_id q) {
       double cost = e.cost(q);
       for (auto r : p.inputs(q))
-        if (overwritten[static_cast<std::size_t>(r)] && p.producer(r) != no_id) cost += e.cost(p.producer(r));
+        if (e.overwritten_in_place(r) && p.producer(r) != no_id) cost += e.cost(p.producer(r));
       return cost;
     };
     std::vector<std::pair<double, storage_id>> rank;

@@ -118,6 +118,15 @@ struct monet_greedy {
       tried += (tried.empty() ? "" : ", ") + os.str();
       cs.push_back(std::move(c));
     };
+    auto best = [&]() -> std::size_t {
+      std::size_t b = 0;
+      for (std::size_t k = 1; k < cs.size(); ++k) {
+        const bool fk = cs[k].tl.peak <= target, fb = cs[b].tl.peak <= target;
+        if (fk != fb ? fk : (fk ? cs[k].cost < cs[b].cost : cs[k].tl.peak < cs[b].tl.peak)) b = k;
+      }
+      return b;
+    };
+    auto any_fits = [&] { return !cs.empty() && cs[best()].tl.peak <= target; };
     // The inner runs planned (step 1's choices and step 4's rounds; set below): each gets an even share
     // of what is left of the clock, so the whole search stays within it.
     std::int32_t planned = 2 + std::max(0, caps) + std::max(0, rounds), done = 0;
@@ -127,18 +136,9 @@ struct monet_greedy {
       plain_fits = t0.peak <= target;
       auto sub = ctx;
       // (while nothing fits, the last resort below counts as one more run)
-      const bool none_fit = std::none_of(cs.begin(), cs.end(), [&](const candidate& c) { return c.tl.peak <= target; });
-      if (clock.limited()) sub.time_limit_s = clock.seconds_left() / std::max(1, planned - done + (none_fit && !cs.empty() ? 1 : 0));
+      if (clock.limited()) sub.time_limit_s = clock.seconds_left() / std::max(1, planned - done + (!cs.empty() && !any_fits() ? 1 : 0));
       ++done;
       add(plain_fits ? std::move(t0) : inner.run(p, std::move(t0), sub), what);
-    };
-    auto best = [&]() -> std::size_t {
-      std::size_t b = 0;
-      for (std::size_t k = 1; k < cs.size(); ++k) {
-        const bool fk = cs[k].tl.peak <= target, fb = cs[b].tl.peak <= target;
-        if (fk != fb ? fk : (fk ? cs[k].cost < cs[b].cost : cs[k].tl.peak < cs[b].tl.peak)) b = k;
-      }
-      return b;
     };
 
     consider(fastest(std::numeric_limits<std::int64_t>::max()), "fastest");
@@ -171,7 +171,6 @@ struct monet_greedy {
     // nothing fits the search leaves time for it, and runs it as soon as a further choice would not;
     // run after a search that used the whole limit, it overran a 0.2 s limit by 20 % (issue 12).
     bool resorted = false;
-    auto any_fits = [&] { return cs[best()].tl.peak <= target; };
     auto last_resort = [&] {
       resorted = true;
       timeline t0 = base;
