@@ -1,10 +1,14 @@
-// Recomputation proven by execution: the MLP, CNN and transformer train under recompute plans at
+// Recomputation proven by execution: the MLP, CNN and transformer (and the MLP and CNN with in-place
+// activations) train under recompute plans at
 // several budgets, down to the smallest one memplan meets, and under plans that choose operator
 // implementations jointly with recomputation (remat::monet_greedy, remat::monet_ilp); every loss,
 // weight and optimizer state is bitwise equal to eager training (with the plan's implementations), and
 // the arena's high-water equals the plan's arena, within the budget.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include <memplan/ad/inplace.hpp>
 #include <memplan/ad/run_plan.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/registry/checkpointers.hpp>
@@ -19,7 +23,16 @@ TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans b
   const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 5000};
   // An MLP deep and wide enough for its activations to outweigh its weights.
   const adplanned::case_model mlp{"mlp", ad::models::mlp({.batch = 64, .in = 2, .hidden = 64, .layers = 4, .classes = 2}, ad::adam{0.01f}), 0};
-  for (const auto& c : {mlp, adplanned::small_cnn(), adplanned::small_transformer()}) {
+  // The same MLP and CNN with their activations written in place of their inputs (ad/inplace.hpp):
+  // a dropped activation is rebuilt by replaying the layer and then the in-place activation into the
+  // freed storage.
+  auto inplace = [](adplanned::case_model c) {
+    c.name += " (in-place activations)";
+    c.m.step = ad::inplace_activations(c.m.step);
+    return c;
+  };
+  int inplace_rebuilt = 0;  // plans that recompute an in-place activation
+  for (const auto& c : {mlp, adplanned::small_cnn(), adplanned::small_transformer(), inplace(mlp), inplace(adplanned::small_cnn())}) {
     const auto prob = ad::make_problem(c.m.step);
     plan_context ctx;
     ctx.alignment = ad::plan_alignment;
@@ -51,6 +64,12 @@ TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans b
             ++recomputing;
             break;
           }
+        for (const auto& s : mp.steps)
+          if (s.kind == step_kind::recompute &&
+              std::any_of(prob.outputs(s.id).begin(), prob.outputs(s.id).end(), [&](tensor_id t) { return prob.inplace_of(t) != no_id; })) {
+            ++inplace_rebuilt;
+            break;
+          }
       }
     }
     MESSAGE(c.name << ": no-recompute arena " << a0 << " B, smallest budget met " << smallest << " B (" << 100.0 * static_cast<double>(smallest) / static_cast<double>(a0)
@@ -58,6 +77,8 @@ TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans b
     CHECK(recomputing > 0);
     CHECK(smallest < a0);
   }
+  MESSAGE(inplace_rebuilt << " plans recompute an in-place activation");
+  CHECK(inplace_rebuilt > 0);
 }
 
 TEST_CASE("joint implementation choice and recomputation: monet_greedy plans train bitwise equal to eager with the same choices") {

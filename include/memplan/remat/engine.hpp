@@ -113,6 +113,31 @@ class engine {
   [[nodiscard]] bool recreatable(tensor_id t, std::int32_t pos) const { return window_at(recreate_[static_cast<std::size_t>(t)], pos) != nullptr; }
   // Is t overwritten in place by a later version of its storage?
   [[nodiscard]] bool overwritten_in_place(tensor_id t) const { return overwritten_[static_cast<std::size_t>(t)] != never; }
+  // The version of storage s it holds right after the op at position `pos` ran (in the order).
+  [[nodiscard]] tensor_id held_at(storage_id s, std::int32_t pos) const {
+    tensor_id h = p_.storage_root(s);
+    std::int32_t at = -1;
+    for (auto t : p_.storage_tensors(s)) {
+      const auto q = p_.producer(t);
+      const auto qp = q == no_id ? -1 : pos_[static_cast<std::size_t>(q)];
+      if (qp <= pos && qp >= at) { h = t; at = qp; }
+    }
+    return h;
+  }
+  // What bringing t back costs: its producer and, for an in-place version, the chain of writes below
+  // it (batch norm, then add_, then relu_), plus the producers of the inputs `gone(r)` says are
+  // missing then (an overwritten pre-activation a clone reads).
+  template <class Gone>
+  [[nodiscard]] double rebuild_cost(tensor_id t, Gone&& gone) const {
+    double c = 0;
+    for (tensor_id v = t; v != no_id && p_.producer(v) != no_id; v = p_.inplace_of(v)) {
+      const auto q = p_.producer(v);
+      c += cost(q);
+      for (auto r : p_.inputs(q))
+        if (r != p_.inplace_of(v) && p_.producer(r) != no_id && gone(r)) c += cost(p_.producer(r));
+    }
+    return c;
+  }
   // Can it be recomputed at all (at some position)?
   [[nodiscard]] bool ever_recreatable(tensor_id t) const { return !recreate_[static_cast<std::size_t>(t)].empty(); }
   // May storage s be freed now (at position `now`) and recreated for its next use? Yes when the value
@@ -279,6 +304,7 @@ class engine {
       return unite(below(ov), windows{{last_use(t) + 1, never}});
     };
     recreate_.assign(nt, {});
+    fresh_.assign(nt, {});
     avail_.assign(nt, {});
     first_reader_.assign(nt, never);
     auto set_avail = [&](tensor_id t) {
@@ -287,24 +313,59 @@ class engine {
     };
     for (tensor_id t = 0; t < p_.num_tensors(); ++t)
       if (p_.producer(t) == no_id) set_avail(t);
+    // current(t): where t is the version its storage holds in the order (from its producer to the
+    // in-place write that overwrites it, which reads it as its base). When t is not on the device
+    // there, its storage is free, so t can be rebuilt into it from scratch -- an in-place chain
+    // (batch norm, then add_, then relu_) replayed into the free storage -- even where an older
+    // version of the storage could not be.
+    auto current = [&](tensor_id t) {
+      const auto s = p_.storage_of(t);
+      if (p_.resident(s) || p_.live_to_end(s) || p_.preexisting(s) || p_.producer(t) == no_id) return windows{};
+      const auto ov = overwritten[static_cast<std::size_t>(t)];
+      return windows{{pos_[static_cast<std::size_t>(p_.producer(t))] + 1, ov == never ? never : ov + 1}};
+    };
     for (auto q : order_) {
       const auto qp = pos_[static_cast<std::size_t>(q)];
-      windows u = p_.recomputable(q) ? windows{{0, never}} : windows{};
-      for (auto t : p_.outputs(q))
-        if (p_.inplace_of(t) == no_id && !u.empty()) u = intersect(u, own_storage(t));
+      // ins: where every input that is not an in-place base holds its value or can be recreated.
+      windows ins = p_.recomputable(q) ? windows{{0, never}} : windows{};
+      std::vector<tensor_id> bases;
       for (auto r : required(q)) {
         auto& fr = first_reader_[static_cast<std::size_t>(r)];
         fr = std::min(fr, qp);
-        if (u.empty()) continue;
         bool is_base = false;
         for (auto t : p_.outputs(q)) is_base |= p_.inplace_of(t) == r;
+        if (is_base) {
+          bases.push_back(r);
+          continue;
+        }
+        // Any other input must still hold its value (its storage cannot hold two versions).
         const auto ru = static_cast<std::size_t>(r);
-        // An in-place base may be recreated into its storage and overwritten at once; any other input
-        // must still hold its value (its storage cannot hold two versions).
-        u = intersect(u, is_base ? avail_[ru] : intersect(avail_[ru], own_storage(r)));
+        if (!ins.empty()) ins = intersect(ins, intersect(avail_[ru], own_storage(r)));
       }
+      // An in-place base may be recreated into its storage and overwritten at once.
+      windows with_bases = ins;
+      for (auto b : bases) with_bases = intersect(with_bases, avail_[static_cast<std::size_t>(b)]);
+      // Where the new (not in-place) outputs other than x hold no later version: a recompute leaves a
+      // live output as it is, so it must not meet one.
+      auto others_own = [&](tensor_id x) {
+        windows w{{0, never}};
+        for (auto y : p_.outputs(q))
+          if (y != x && p_.inplace_of(y) == no_id) w = intersect(w, own_storage(y));
+        return w;
+      };
       for (auto t : p_.outputs(q)) {
-        recreate_[static_cast<std::size_t>(t)] = u;
+        const auto tu = static_cast<std::size_t>(t);
+        const auto others = others_own(t);
+        if (p_.inplace_of(t) == no_id) {
+          fresh_[tu] = intersect(with_bases, others);
+          recreate_[tu] = intersect(fresh_[tu], unite(own_storage(t), current(t)));
+        } else {
+          // Rebuilt into its free storage, its base is rebuilt there first.
+          windows f = intersect(ins, others);
+          for (auto b : bases) f = intersect(f, b == p_.inplace_of(t) ? fresh_[static_cast<std::size_t>(b)] : avail_[static_cast<std::size_t>(b)]);
+          fresh_[tu] = f;
+          recreate_[tu] = unite(intersect(with_bases, others), intersect(current(t), f));
+        }
         set_avail(t);
       }
     }
@@ -422,7 +483,9 @@ class engine {
     if (readable(t)) return;
     const auto q = p_.producer(t);
     const auto st = static_cast<std::size_t>(p_.storage_of(t));
-    if (q == no_id || !recreatable(t, now_) || (on_[st] && p_.inplace_of(t) == no_id))
+    // Recreatable there, or rebuilt into its storage while that storage is free (fresh_).
+    const bool into_free = !on_[st] && window_at(fresh_[static_cast<std::size_t>(t)], now_) != nullptr;
+    if (q == no_id || !(recreatable(t, now_) || into_free) || (on_[st] && p_.inplace_of(t) == no_id))
       throw error(errc::runtime_error, "remat engine: tensor '" + p_.tensor_name(t) + "' is needed at step " + std::to_string(now_) +
                                            " but can no longer be recomputed (internal error of the policy's drops)");
     if (seen[static_cast<std::size_t>(q)]) return;
@@ -459,11 +522,7 @@ class engine {
       if (nu == never || !droppable(s, nu)) continue;
       // DTR: the cheapest to bring back per byte-step of memory freed; bringing it back also needs
       // its producer's inputs that are gone now.
-      const auto h = tensor_id(holds_[su]);
-      const auto q = p_.producer(h);
-      double c = cost(q);
-      for (auto r2 : required(q))
-        if (!readable(r2) && p_.producer(r2) != no_id) c += cost(p_.producer(r2));
+      const double c = rebuild_cost(tensor_id(holds_[su]), [&](tensor_id r) { return !readable(r); });
       cs.push_back({(c + 1e-12) / (static_cast<double>(p_.storage_bytes(s)) * static_cast<double>(nu - now_ + 1)), s});
     }
     victims_.resize(w);
@@ -484,7 +543,7 @@ class engine {
   std::vector<double> cost_;
   std::vector<std::int32_t> impl_;
   std::vector<std::int64_t> ws_;
-  std::vector<windows> recreate_, avail_;
+  std::vector<windows> recreate_, fresh_, avail_;
   std::vector<std::int32_t> first_reader_, overwritten_;
   // replay state
   std::vector<std::uint8_t> on_;

@@ -56,20 +56,19 @@ struct greedy {
     detail::engine e(p, tl);
     const auto c = chain_of(p, e.order(), [&](op_id o) { return e.cost(o); });
     // The ranking: droppable forward values, cheapest to recompute per byte first.
-    // The cost of bringing a value back counts, besides its producer, the producers of what it reads
-    // that an in-place write has overwritten by then (the old value is rebuilt too): a clone of a
-    // pre-activation costs the clone plus the batch norm that made it.
-    auto rebuild_cost = [&](op_id q) {
-      double cost = e.cost(q);
-      for (auto r : p.inputs(q))
-        if (e.overwritten_in_place(r) && p.producer(r) != no_id) cost += e.cost(p.producer(r));
-      return cost;
-    };
+    // The cost of bringing a value back counts, besides its producer, the in-place writes that made
+    // the version dropped (batch norm, add_, relu_) and the producers of what it reads that an in-place
+    // write has overwritten by then (the old value is rebuilt too): a clone of a pre-activation costs
+    // the clone plus the batch norm that made it.
     std::vector<std::pair<double, storage_id>> rank;
     if (drop_cheap)
-      for (auto s : c.produced)
-        if (c.droppable(s) && e.ever_recreatable(p.storage_root(s)))
-          rank.push_back({rebuild_cost(p.storage_allocator(s)) / static_cast<double>(p.storage_bytes(s)), s});
+      for (auto s : c.produced) {
+        if (!c.droppable(s)) continue;
+        const auto h = e.held_at(s, c.drop_point[static_cast<std::size_t>(s)]);
+        if (!e.ever_recreatable(h)) continue;
+        const auto cost = e.rebuild_cost(h, [&](tensor_id r) { return e.overwritten_in_place(r); });
+        rank.push_back({cost / static_cast<double>(p.storage_bytes(s)), s});
+      }
     std::stable_sort(rank.begin(), rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     // Each attempt is one engine replay; an attempt starts only while the time left covers the longest
     // one so far (step_pacer), except the first and, when nothing met the target yet, one eviction run
@@ -89,17 +88,46 @@ struct greedy {
       cs.push_back(std::move(cand));
       return cs.back().tl.peak;
     };
-    // The shortest prefix that meets the target by drops alone (the peak falls as the prefix grows).
+    // The shortest prefix that meets the target by drops alone. The peak mostly falls as the prefix
+    // grows, but not always: once the values that end in-place chains (a block's output after its
+    // add_ and relu_) are dropped too, rebuilding one needs the one before it, and so on back to the
+    // input, and the whole forward pass comes back at once. So when every drop together misses the
+    // target, a grid of prefixes finds the first that meets it (the bisection then runs below it), or
+    // else the prefix with the lowest peak, where eviction starts.
     std::size_t lo = 0, hi = rank.size();
     (void)pace.next();
-    if (!rank.empty() && attempt(hi, false) <= target) {
+    bool bisect = false;
+    if (!rank.empty()) {
+      auto least = attempt(hi, false);
+      bisect = least <= target;
+      if (!bisect) {
+        std::size_t lowest = hi, prev = 0;
+        constexpr std::size_t grid = 8;
+        for (std::size_t j = 1; j < grid && !(cut = !pace.next()); ++j) {
+          const auto k = hi * j / grid;
+          if (k <= prev) continue;
+          const auto pk = attempt(k, false);
+          if (pk <= target) {
+            lo = prev + 1;
+            hi = k;
+            bisect = true;
+            break;
+          }
+          if (pk < least) {
+            least = pk;
+            lowest = k;
+          }
+          prev = k;
+        }
+        if (!bisect) lo = lowest;
+      }
+    }
+    if (bisect) {
       while (lo < hi && !(cut = !pace.next())) {
         const auto mid = lo + (hi - lo) / 2;
         if (attempt(mid, false) <= target) hi = mid;
         else lo = mid + 1;
       }
-    } else {
-      lo = rank.size();
     }
     if (evict) {
       // Eviction from there and from shorter prefixes: drops it need not make.
