@@ -417,6 +417,38 @@ TEST_CASE("a value written in place is rebuilt by replaying its in-place chain i
   CHECK(relus_rebuilt > 0);
 }
 
+TEST_CASE("an eviction replay stops at its deadline and gives no timeline; greedy then still returns its plain replays' plan") {
+  const auto p = make_problem(clone_relu_chain(6, false));
+  const auto tl = given_timeline(p);
+  remat::detail::engine e(p, tl);
+  remat::keep_all keep;
+  const auto target = tl.peak * 2 / 3;
+  const auto spent = deadline::after(0);
+  remat::engine_stats st;
+  CHECK(e.run(keep, target, true, &st, &spent).steps.empty());
+  CHECK(st.aborted);
+  CHECK(st.target_missed);
+  const auto whole = e.run(keep, target, true, &st, nullptr);
+  CHECK_FALSE(st.aborted);
+  CHECK_FALSE(whole.steps.empty());
+  // No time at all: greedy's first plain replay (its ranked drops) still finishes, its eviction runs
+  // give nothing; what it returns is a valid plan (verified below), within the given peak.
+  plan_context ctx;
+  ctx.memory_target = target;
+  ctx.time_limit_s = 0;
+  const auto out = remat::greedy{}.run(p, tl, ctx);
+  REQUIRE_FALSE(out.steps.empty());
+  CHECK(out.peak <= tl.peak);
+  plan_context placed;
+  placed.budget = out.peak;
+  const auto mp = plan(p, schedule::given{} | remat::greedy{} | place::greedy_by_size{}, [&] {
+    auto c = placed;
+    c.time_limit_s = 0;
+    return c;
+  }());
+  CHECK(verify(p, mp).ok);
+}
+
 TEST_CASE("checkpointers against brute force on small chains: never below the optimum, the default checkpointer within one recompute of it") {
   // The brute force (tests/support/remat_brute_force.hpp) searches every plan over the fixed order:
   // any recompute sequence, any free. At every budget from the no-recompute peak down to the least

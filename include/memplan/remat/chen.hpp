@@ -120,8 +120,8 @@ candidate replay(engine& e, Policy pol, std::int64_t target, std::string what = 
 // When no candidate meets the target on its own, the few with the lowest peaks run again with DTR
 // eviction above the target (remat/engine.hpp) -- a safety net for the last bytes, tried on few
 // candidates because eviction under a tight target is the expensive part.
-// With a deadline, reruns start only while time is left, and a rerun's eviction stops when it passes
-// (the replay then ends without it: the plan may miss the target, and says so). Callers that sweep
+// With a deadline, reruns start only while time is left, and a rerun that it interrupts gives no
+// candidate. Callers that sweep
 // keep time for it (chen_budget: half its limit while no plan meets the target).
 inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3,
                             const deadline& clock = deadline::never());
@@ -156,7 +156,7 @@ inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::in
     const auto& base = cs[idx[k]];
     if (!base.rerun) continue;
     candidate c{base.rerun(clock), 0.0, base.what + ", then eviction under the target", {}};
-    if (c.tl.peak > target && clock.expired()) c.what += " (stopped at the time limit)";
+    if (c.tl.steps.empty()) continue;  // the deadline passed during the replay
     c.cost = recompute_cost(e, c.tl);
     cs.push_back(std::move(c));
   }

@@ -81,7 +81,12 @@ struct greedy {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
       for (std::size_t i = 0; i < k; ++i) pol.drop_it[static_cast<std::size_t>(rank[i].second)] = 1;
       engine_stats st;
-      detail::candidate cand{e.run(pol, target, with_eviction, &st, &clock), 0.0, {}};
+      // Eviction runs stop at the deadline (and then give no plan); plain ones always finish.
+      detail::candidate cand{e.run(pol, target, with_eviction, &st, with_eviction ? &clock : nullptr), 0.0, {}};
+      if (st.aborted) {  // the deadline passed during the replay: no plan
+        cut = true;
+        return std::numeric_limits<std::int64_t>::max();
+      }
       cand.cost = detail::recompute_cost(e, cand.tl);
       cand.what = std::to_string(k) + " cheapest values dropped" +
                   (with_eviction ? ", " + std::to_string(st.evictions) + " evictions" : std::string());
@@ -143,6 +148,10 @@ struct greedy {
         first = false;
         attempt(k, true);
       }
+    }
+    if (cs.empty()) {  // only when every run was an eviction run the deadline cut short
+      tl.stages.push_back({kind, name(), 0.0, "greedy: nothing recomputed: the time limit passed before a replay finished"});
+      return tl;
     }
     const auto best = detail::choose(cs, target);
     const bool missed = cs[best].tl.peak > target;

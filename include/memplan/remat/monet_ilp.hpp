@@ -141,7 +141,7 @@ struct monet_ilp {
     const auto& solver = backend.available() ? backend : ctx.solver;
     const bool will_solve = solver.available() && f.n <= max_ops;
     {
-      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve));
+      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
       std::string wnote;
       for (std::size_t k = records.size(); k < w.stages.size(); ++k)
         if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
@@ -155,13 +155,8 @@ struct monet_ilp {
         warm_ok = true;
       }
     }
-    // Without a solve to follow, the on-demand plan only matters when no candidate fits yet, and it starts
-    // only while a quarter of the limit is left: it takes about as long as one of the warm start's
-    // choices (48 ms on EfficientNet-B0 at batch 32), and the warm start may have used the whole limit
-    // (monet_greedy runs the same on-demand plan as its own last resort).
-    auto fits_already = [&] { return std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; }); };
-    const bool late = clock.expired() || (!will_solve && clock.limited() && clock.seconds_left() < 0.25 * limit);
-    if (auto od = late || (!will_solve && fits_already()) ? std::nullopt : detail::on_demand_plan(p, f, clock)) {
+    const bool fits_already = std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; });
+    if (auto od = detail::start_on_demand(clock, limit, will_solve, fits_already) ? detail::on_demand_plan(p, f, clock) : std::nullopt) {
       for (int variant = 0; variant < 2; ++variant) {
         auto sp = *od;
         for (std::int32_t t = 0; t < f.n; ++t)
