@@ -3,7 +3,7 @@
 // the implementations the timeline already has (no operator choice; remat::default_checkpointer adds
 // that on graphs with implementation alternatives). They run while time is left, fast ones first
 // (Chen's Alg. 3 segments, then greedy's fine-grained eviction, Chen's segments with the cheap-results
-// rule, the chain DP and revolve), each searching within what is left of the budget; the winner is the
+// rule, greedy keeping the values that end in-place chains, the chain DP and revolve), each searching within what is left of the budget; the winner is the
 // first plan that meets the memory target at the least recompute cost (best_of's rule for
 // checkpointers), and without a target the timeline is returned unchanged. Deterministic in
 // deterministic mode (all run).
@@ -49,7 +49,8 @@ struct best_solver_free {
     // (DenseNet-121 at half its peak: 64 % overhead against greedy's 115 %; ResNet-1001: 32.8 %).
     // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
     // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
-    const auto members = std::make_tuple(chen_budget{}, greedy{}, chen_budget{.drop_cheap = true}, chain_dp{}, revolve{});
+    const auto members =
+        std::make_tuple(chen_budget{}, greedy{}, chen_budget{.drop_cheap = true}, greedy{.inplace_chains = false}, chain_dp{}, revolve{});
     int members_left = static_cast<int>(std::tuple_size_v<decltype(members)>);
     double fastest = 1e18;  // the shortest member run so far: a later member needs at least about that
     auto consider = [&](const auto& stage) {
