@@ -417,7 +417,7 @@ TEST_CASE("a value written in place is rebuilt by replaying its in-place chain i
   CHECK(relus_rebuilt > 0);
 }
 
-TEST_CASE("an eviction replay stops at its deadline and gives no timeline; greedy then still returns its plain replays' plan") {
+TEST_CASE("an eviction replay stops at its deadline and gives no timeline, and greedy then still returns its plain replays' plan") {
   const auto p = make_problem(clone_relu_chain(6, false));
   const auto tl = given_timeline(p);
   remat::detail::engine e(p, tl);
