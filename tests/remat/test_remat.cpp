@@ -24,6 +24,7 @@
 #include "../support/random_dag.hpp"
 #include "../support/remat_brute_force.hpp"
 #include "../support/sanitizer_scale.hpp"
+#include "../property/training_dag.hpp"
 
 using namespace memplan;
 
@@ -447,6 +448,24 @@ TEST_CASE("an eviction replay stops at its deadline and gives no timeline, and g
     return c;
   }());
   CHECK(verify(p, mp).ok);
+  // A policy stopped at its first results (no time): when dropping every candidate misses the target
+  // because rebuilds cascade (each block's output rebuilt from the one before, back to the input),
+  // greedy's next replay keeps the values that end in-place chains. On the property tests' random
+  // training graphs, seeds 0-299, at their budget (three quarters of the way from the op-local bound
+  // to the peak), it meets the target on 99 graphs, against 31 without that replay (measured).
+  int met = 0;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) {
+    const auto pr = testing::training_dag(seed);
+    const auto tr = given_timeline(pr);
+    const auto floor = op_local_bound(pr);
+    plan_context first;
+    first.memory_target = floor + (tr.peak - floor) / 2 + (tr.peak - floor) / 4;
+    first.time_limit_s = 0;
+    if (tr.peak <= first.memory_target) continue;
+    met += remat::greedy{}.run(pr, tr, first).peak <= first.memory_target;
+  }
+  MESSAGE("greedy at its first results meets the target on " << met << " of the random training graphs 0-299");
+  CHECK(met >= 90);
 }
 
 TEST_CASE("checkpointers against brute force on small chains: never below the optimum, the default checkpointer within one recompute of it") {
@@ -554,3 +573,4 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
   CHECK(overshot >= 5);
   CHECK(first_try_fits * 4 >= overshot * 3);
 }
+

@@ -3,10 +3,10 @@
 // the implementations the timeline already has (no operator choice; remat::default_checkpointer adds
 // that on graphs with implementation alternatives). They run while time is left, fast ones first
 // (Chen's Alg. 3 segments, then greedy's fine-grained eviction, Chen's segments with the cheap-results
-// rule, greedy keeping the values that end in-place chains, the chain DP and revolve), each searching within what is left of the budget; the winner is the
-// first plan that meets the memory target at the least recompute cost (best_of's rule for
-// checkpointers), and without a target the timeline is returned unchanged. Deterministic in
-// deterministic mode (all run).
+// rule, greedy keeping the values that end in-place chains, the chain DP and revolve), each searching
+// within what is left of the budget; the winner is the first plan that meets the memory target at the
+// least recompute cost (best_of's rule for checkpointers), and without a target the timeline is
+// returned unchanged. Deterministic in deterministic mode (all run).
 #include <algorithm>
 #include <cstdio>
 #include <string>

@@ -121,8 +121,8 @@ candidate replay(engine& e, Policy pol, std::int64_t target, std::string what = 
 // eviction above the target (remat/engine.hpp) -- a safety net for the last bytes, tried on few
 // candidates because eviction under a tight target is the expensive part.
 // With a deadline, reruns start only while time is left, and a rerun that it interrupts gives no
-// candidate. Callers that sweep
-// keep time for it (chen_budget: half its limit while no plan meets the target).
+// candidate. Callers that sweep keep time for it (chen_budget: half its limit while no plan meets the
+// target).
 inline void evict_if_needed(std::vector<candidate>& cs, const engine& e, std::int64_t target, bool evict, std::size_t tries = 3,
                             const deadline& clock = deadline::never());
 

@@ -25,7 +25,10 @@
 // of the value it overwrites, and the window opens again once every version of that storage has been
 // used for the last time: the storage is free then, so the old value can be rebuilt into it. That is
 // what lets a block `y = clone(x); relu_(x)` drop y (ReLU/SiLU backward reads the pre-activation
-// clone) and rebuild it in the backward pass, instead of keeping it from the forward pass on.
+// clone) and rebuild it in the backward pass, instead of keeping it from the forward pass on. And
+// wherever a tensor is its storage's current version but not on the device, that storage is free, so
+// the tensor can be rebuilt into it by replaying its in-place chain (batch norm, then add_, then
+// relu_: a ResNet block's output), even though the older versions cannot be rebuilt there on their own.
 //
 // Cost: O(steps + uses) for the replay, plus the bursts (each op at most once per burst) and, with a
 // target, O(live) per eviction.

@@ -48,8 +48,8 @@ struct greedy {
   // Move 1 may drop values that end an in-place chain (a block's output after its add_ and relu_,
   // rebuilt by replaying the chain). false: only values no in-place write has touched by their drop
   // point -- the ReLU outputs then stay as natural checkpoints, which is the cheaper plan on some
-  // graphs (MobileNet-V2, MnasNet, ShuffleNet at batch 32 and half their peak: 0.2-0.9 points of
-  // overhead), so remat::best_solver_free runs both.
+  // graphs (MobileNet-V2, MnasNet and Inception-v3 at batch 32: 0.2-1.0 points of overhead less), so
+  // remat::best_solver_free runs both.
   bool inplace_chains = true;
   [[nodiscard]] std::string name() const { return inplace_chains ? "greedy" : "greedy+keep_inplace_chains"; }
 
@@ -67,11 +67,13 @@ struct greedy {
     // write has overwritten by then (the old value is rebuilt too): a clone of a pre-activation costs
     // the clone plus the batch norm that made it.
     std::vector<std::pair<double, storage_id>> rank;
+    std::vector<std::uint8_t> chain_end(static_cast<std::size_t>(p.num_storages()), 0);  // holds an in-place version when dropped
     if (drop_cheap)
       for (auto s : c.produced) {
         if (!c.droppable(s)) continue;
         const auto h = e.held_at(s, c.drop_point[static_cast<std::size_t>(s)]);
         if (!e.ever_recreatable(h) || (!inplace_chains && h != p.storage_root(s))) continue;
+        chain_end[static_cast<std::size_t>(s)] = h != p.storage_root(s);
         const auto cost = e.rebuild_cost(h, [&](tensor_id r) { return e.overwritten_in_place(r); });
         rank.push_back({cost / static_cast<double>(p.storage_bytes(s)), s});
       }
@@ -83,9 +85,10 @@ struct greedy {
     step_pacer pace(clock);
     bool cut = false;
     std::vector<detail::candidate> cs;
-    auto attempt = [&](std::size_t k, bool with_eviction) {
+    auto attempt = [&](std::size_t k, bool with_eviction, bool keep_chain_ends = false) {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
-      for (std::size_t i = 0; i < k; ++i) pol.drop_it[static_cast<std::size_t>(rank[i].second)] = 1;
+      for (std::size_t i = 0; i < k; ++i)
+        pol.drop_it[static_cast<std::size_t>(rank[i].second)] = !(keep_chain_ends && chain_end[static_cast<std::size_t>(rank[i].second)]);
       engine_stats st;
       // Eviction runs stop at the deadline (and then give no plan); plain ones always finish.
       detail::candidate cand{e.run(pol, target, with_eviction, &st, with_eviction ? &clock : nullptr), 0.0, {}};
@@ -94,7 +97,7 @@ struct greedy {
         return std::numeric_limits<std::int64_t>::max();
       }
       cand.cost = detail::recompute_cost(e, cand.tl);
-      cand.what = std::to_string(k) + " cheapest values dropped" +
+      cand.what = std::to_string(k) + " cheapest values dropped" + (keep_chain_ends ? " but those ending in-place chains" : "") +
                   (with_eviction ? ", " + std::to_string(st.evictions) + " evictions" : std::string());
       cs.push_back(std::move(cand));
       return cs.back().tl.peak;
@@ -103,14 +106,17 @@ struct greedy {
     // grows, but not always: once the values that end in-place chains (a block's output after its
     // add_ and relu_) are dropped too, rebuilding one needs the one before it, and so on back to the
     // input, and the whole forward pass comes back at once. So when every drop together misses the
-    // target, a grid of prefixes finds the first that meets it (the bisection then runs below it), or
-    // else the prefix with the lowest peak, where eviction starts.
+    // target, the same drops but those ending in-place chains run at once (they do not cascade: the
+    // ReLU outputs stay as checkpoints; a policy stopped at its first results still has this one), then
+    // a grid of prefixes finds the first that meets it (the bisection then runs below it), or else the
+    // prefix with the lowest peak, where eviction starts.
     std::size_t lo = 0, hi = rank.size();
     (void)pace.next();
     bool bisect = false;
     if (!rank.empty()) {
       auto least = attempt(hi, false);
       bisect = least <= target;
+      if (!bisect && std::any_of(chain_end.begin(), chain_end.end(), [](std::uint8_t x) { return x != 0; })) attempt(hi, false, true);
       if (!bisect) {
         std::size_t lowest = hi, prev = 0;
         constexpr std::size_t grid = 8;
