@@ -297,6 +297,34 @@ graph::dataflow_graph clone_relu_chain(int layers, bool clone = true) {
   return g;
 }
 
+// The least budget the default checkpointer meets over the given order, from `full` down in steps of
+// 250 B (each plan verified), and its plan.
+std::pair<std::int64_t, memory_plan> least_budget_plan(const problem& p, std::int64_t full) {
+  std::pair<std::int64_t, memory_plan> r{full, {}};
+  for (std::int64_t b = full; b >= 0; b -= 250) {
+    try {
+      auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::greedy_by_size{}, {.budget = b, .deterministic = true});
+      REQUIRE(verify(p, mp).ok);
+      r = {mp.arena, std::move(mp)};
+    } catch (const error& err) {
+      CHECK(err.code() == errc::infeasible);
+      break;
+    }
+  }
+  return r;
+}
+
+// Recompute steps in the backward pass of ops whose name starts with `prefix`.
+int recomputed_in_backward(const problem& p, const memory_plan& mp, const std::string& prefix) {
+  int n = 0;
+  bool backward_seen = false;
+  for (const auto& st : mp.steps) {
+    if (st.kind == step_kind::compute && p.phase(st.id) == op_phase::backward) backward_seen = true;
+    if (st.kind == step_kind::recompute && backward_seen && p.op_name(st.id).starts_with(prefix)) ++n;
+  }
+  return n;
+}
+
 TEST_CASE("an in-place write closes the window where the value it overwrote can be rebuilt until that storage is free again") {
   const int L = 6;
   const auto p = make_problem(clone_relu_chain(L));
@@ -335,28 +363,10 @@ TEST_CASE("an in-place write closes the window where the value it overwrote can 
   // the default checkpointer meets is far below, and its plan rebuilds clones in the backward pass.
   const auto full = no_recompute_arena(p);
   CHECK(full >= 2 * L * 1000);
-  std::int64_t least = full;
-  memory_plan best;
-  for (std::int64_t b = full; b >= 0; b -= 250) {
-    try {
-      auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::greedy_by_size{}, {.budget = b, .deterministic = true});
-      REQUIRE(verify(p, mp).ok);
-      least = mp.arena;
-      best = std::move(mp);
-    } catch (const error& err) {
-      CHECK(err.code() == errc::infeasible);
-      break;
-    }
-  }
+  const auto [least, best] = least_budget_plan(p, full);
   MESSAGE("clone-relu chain: no-recompute arena " << full << " B, least budget met " << least << " B");
   CHECK(least < (3 * L * 1000) / 2);
-  int clones_rebuilt = 0;
-  bool backward_seen = false;
-  for (const auto& st : best.steps) {
-    if (st.kind == step_kind::compute && p.phase(st.id) == op_phase::backward) backward_seen = true;
-    if (st.kind == step_kind::recompute && backward_seen && p.op_name(st.id).starts_with("clone")) ++clones_rebuilt;
-  }
-  CHECK(clones_rebuilt > 0);
+  CHECK(recomputed_in_backward(p, best, "clone") > 0);
 }
 
 TEST_CASE("a value written in place is rebuilt by replaying its in-place chain into its free storage") {
@@ -391,31 +401,13 @@ TEST_CASE("a value written in place is rebuilt by replaying its in-place chain i
   // replays relu_ in the backward pass (measured: 4,144 B; the least peak of any plan over this order,
   // by brute force, is 3,154 B).
   const auto full = no_recompute_arena(p);
-  std::int64_t least = full;
-  memory_plan best;
-  for (std::int64_t b = full; b >= 0; b -= 250) {
-    try {
-      auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::greedy_by_size{}, {.budget = b, .deterministic = true});
-      REQUIRE(verify(p, mp).ok);
-      least = mp.arena;
-      best = std::move(mp);
-    } catch (const error& err) {
-      CHECK(err.code() == errc::infeasible);
-      break;
-    }
-  }
+  const auto [least, best] = least_budget_plan(p, full);
   const auto lo = testing::remat_min_peak(p, tl);
   REQUIRE(lo.feasible);
   MESSAGE("relu_ chain: no-recompute arena " << full << " B, least budget met " << least << " B, least peak of any plan " << lo.peak << " B");
   CHECK(least <= full - 2000);
   CHECK(least >= lo.peak);
-  int relus_rebuilt = 0;
-  bool backward_seen = false;
-  for (const auto& st : best.steps) {
-    if (st.kind == step_kind::compute && p.phase(st.id) == op_phase::backward) backward_seen = true;
-    if (st.kind == step_kind::recompute && backward_seen && p.op_name(st.id).starts_with("relu_")) ++relus_rebuilt;
-  }
-  CHECK(relus_rebuilt > 0);
+  CHECK(recomputed_in_backward(p, best, "relu_") > 0);
 }
 
 TEST_CASE("an eviction replay stops at its deadline and gives no timeline, and greedy then still returns its plain replays' plan") {
