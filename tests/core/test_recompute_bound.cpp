@@ -1,0 +1,155 @@
+// core/recompute_bound.hpp: the lower bounds on the recompute overhead of any plan within a budget
+// never exceed the exact optimum (the brute force of tests/support over every plan of the fixed
+// order), the any-order bound never exceeds the bound of one order, the checkpointers' plans on random
+// training graphs recompute at least the bound of their own order, and a budget below the memory floor
+// of recomputation fails with that floor in plan()'s message.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/recompute_bound.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "../property/training_dag.hpp"
+#include "../remat/remat_check.hpp"
+
+using namespace memplan;
+
+namespace {
+
+std::vector<op_id> rb_compute_order(const std::vector<step>& steps) {
+  std::vector<op_id> order;
+  for (const auto& s : steps)
+    if (s.kind == step_kind::compute) order.push_back(s.id);
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("recompute bounds never exceed the brute-force optimum of the fixed order, and the any-order bound never exceeds one order's") {
+  int instances = 0, budgets = 0, exact = 0, positive = 0;
+  for (const auto& inst : testing::remat_instances()) {
+    const auto& p = inst.p;
+    INFO(inst.name);
+    const auto tl = given_timeline(p);
+    const auto order = rb_compute_order(tl.steps);
+    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+    REQUIRE(lo.complete);
+    REQUIRE(lo.feasible);
+    ++instances;
+    for (const auto b : testing::budget_sweep(lo.peak, tl.peak)) {
+      INFO("budget " << b);
+      const auto opt = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
+      REQUIRE(opt.feasible);
+      const auto in = recompute_bound_in_order(p, order, b);
+      const auto any = recompute_bound_any_order(p, b);
+      REQUIRE(in.feasible);
+      REQUIRE(any.feasible);
+      CHECK(in.cost <= opt.cost + 1e-9);
+      CHECK(any.cost <= in.cost + 1e-9);
+      CHECK(in.memory_floor <= lo.peak);
+      CHECK(any.memory_floor <= in.memory_floor);
+      CHECK(in.overhead == doctest::Approx(in.cost / in.compute_cost));
+      positive += in.cost > 0;
+      exact += opt.cost > 0 && std::abs(in.cost - opt.cost) <= 1e-9;
+      ++budgets;
+    }
+    CHECK(recompute_bound_in_order(p, order, tl.peak).cost == 0.0);
+    CHECK(recompute_bound_any_order(p, tl.peak).cost == 0.0);
+  }
+  MESSAGE(instances << " graphs, " << budgets << " budgets: the bound of the given order is positive at " << positive
+                    << " and equals the optimum at " << exact);
+  CHECK(positive > budgets / 2);
+  CHECK(exact > 0);
+}
+
+TEST_CASE("a fixed order's bound: a 3-layer chain where one drop suffices and the cheapest value is the one to drop") {
+  // x -> f1 -> a -> f2 -> b -> f3 -> c (loss), backward g3 reads c and b, g2 reads a, g1 reads x.
+  // At f3 a (100 B, f1 costs 2) and b (100 B, read by f3) are live; dropping a (rebuilt by f1 from x,
+  // which stays for g1) is the only way below the peak: the bound is f1's cost, and it is attained.
+  // The peak (320 B) is at g3: x, a, b, c, gc. Dropping a there (excess 10 B of a's 100 B) and
+  // rebuilding it before g2 is the optimum: the 0-1 bound is f1's cost (the fractional one, 0.2).
+  problem_builder pb("chain3", {.inputs_resident = false});  // x is freed after g1, its last use
+  const auto x = pb.add_tensor("x", 100, tensor_kind::input);
+  const auto a = pb.add_tensor("a", 100, tensor_kind::activation);
+  const auto bt = pb.add_tensor("b", 100, tensor_kind::activation);
+  const auto c = pb.add_tensor("c", 10, tensor_kind::activation);
+  const auto gc = pb.add_tensor("gc", 10, tensor_kind::gradient);
+  const auto gb = pb.add_tensor("gb", 100, tensor_kind::gradient);
+  const auto ga = pb.add_tensor("ga", 10, tensor_kind::output);
+  const auto gx = pb.add_tensor("gx", 10, tensor_kind::output);
+  pb.add_op("f1", {x}, {a}, "op", op_phase::forward, 2.0);
+  pb.add_op("f2", {a}, {bt}, "op", op_phase::forward, 5.0);
+  pb.add_op("f3", {bt}, {c}, "op", op_phase::forward, 1.0);
+  pb.add_op("g3", {c, bt}, {gc}, "op", op_phase::backward, 1.0);
+  pb.add_op("g2", {gc, a}, {gb}, "op", op_phase::backward, 1.0);
+  pb.add_op("g1", {gb, x}, {ga, gx}, "op", op_phase::backward, 1.0);
+  const auto p = pb.build();
+  const auto tl = given_timeline(p);
+  const auto order = rb_compute_order(tl.steps);
+  const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+  REQUIRE(lo.feasible);
+  REQUIRE(lo.peak < tl.peak);
+  const auto opt = testing::remat_brute_force(p, tl, lo.peak, testing::remat_plans::any);
+  const auto in = recompute_bound_in_order(p, order, lo.peak);
+  INFO("peak " << tl.peak << ", least " << lo.peak << ", optimum " << opt.cost << ", bound " << in.cost);
+  CHECK(tl.peak == 320);
+  CHECK(lo.peak == 310);
+  CHECK(opt.cost == 2.0);
+  CHECK(in.cost == 2.0);
+  CHECK(recompute_bound_in_order(p, order, lo.peak, 4'000'000, 0).cost == doctest::Approx(0.2));  // fractional only
+  CHECK(in.overhead == doctest::Approx(2.0 / 11.0));
+  // Below what must stay while some op runs, no recomputation plan exists: at g2, x (an input, no
+  // op writes it) stays for g1 beside g2's a, gc and gb, 310 B, above the op-local bound (220 B, g1).
+  CHECK(in.memory_floor == 310);
+  CHECK(recompute_bound_any_order(p, 310).memory_floor == 310);
+  CHECK(op_local_bound(p) == 220);
+  CHECK(!recompute_bound_in_order(p, order, 309).feasible);
+  CHECK(!recompute_bound_any_order(p, 309).feasible);
+  CHECK_NOTHROW((void)plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = 310}));
+  try {
+    (void)plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = 309});
+    FAIL("309 bytes were met");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+    INFO(std::string(e.what()));
+    CHECK(std::string(e.what()).find("a plan that only recomputes needs at least 310 bytes (while op 'g2'") != std::string::npos);
+  }
+}
+
+TEST_CASE("training DAGs: the default checkpointer's plans recompute at least their order's bound, and at least the any-order one") {
+  int plans = 0;
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    const auto p = testing::training_dag(seed);
+    INFO(p.name());
+    const auto base = plan(p, schedule::given{} | place::default_placer{});
+    bool costed = false;
+    for (op_id o = 0; o < p.num_ops(); ++o) costed |= p.cost(o) > 0;
+    const auto floor = op_local_bound(p);
+    for (const double f : {0.8, 0.5, 0.2}) {
+      const auto budget = floor + static_cast<std::int64_t>(f * static_cast<double>(base.peak - floor));
+      INFO("budget " << budget);
+      try {
+        const auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget});
+        const auto in = recompute_bound_in_order(p, rb_compute_order(mp.steps), budget);
+        const auto any = recompute_bound_any_order(p, budget);
+        REQUIRE(in.feasible);
+        REQUIRE(any.feasible);
+        double spent = 0;
+        for (const auto& s : mp.steps)
+          if (s.kind == step_kind::recompute) spent += costed ? step_cost(p, s) : 1.0;
+        CHECK(in.cost <= spent * (1 + 1e-12) + 1e-9);
+        CHECK(any.cost <= in.cost * (1 + 1e-12) + 1e-9);
+        ++plans;
+      } catch (const error& e) {
+        INFO(std::string(e.what()));  // huge graphs (sizes near 2^61) may not place at all
+        REQUIRE((e.code() == errc::infeasible || e.code() == errc::limit_exceeded));
+      }
+    }
+  }
+  MESSAGE(plans << " plans checked against their bound");
+  CHECK(plans > 60);
+}
