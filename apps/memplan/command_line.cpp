@@ -116,7 +116,7 @@ int run_plan(const plan_args& a) {
   const auto ok = verify(p, mp);
   auto rep = io::make_report(p, mp, secs, ok.ok);
   rep.capacity = capacity;
-  rep.budget = ctx.budget;
+  io::set_budget(rep, p, mp, ctx.budget);
   if (a.checkpointer.empty() && (a.budget.empty() || !a.offloader.empty())) rep.checkpointer.clear();
   if (!a.output.empty()) io::write_plan(a.output, p, mp);
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);

@@ -43,16 +43,24 @@ inline int run_frontier(const frontier_args& a) {
     if (!file) throw error(errc::io_error, "cannot write '" + a.output + "'");
     os = &file;
   }
-  *os << "budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds\n";
+  *os << "budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds,"
+         "overhead_lower_bound,overhead_lower_bound_any_order\n";
   for (const auto& f : pts)
     *os << f.budget << "," << f.arena << "," << f.peak << "," << f.compute_cost << "," << f.recompute_cost << "," << f.overhead << ","
-        << f.recomputed_ops << "," << f.checkpointer << "," << f.seconds << "\n";
+        << f.recomputed_ops << "," << f.checkpointer << "," << f.seconds << "," << f.overhead_lower_bound << ","
+        << f.overhead_lower_bound_any_order << "\n";
   if (!a.svg.empty()) {
     io::chart_series s{a.checkpointer, {}, "#e15759"};
+    io::chart_series bound{"lower bound (this order)", {}, "#4e79a7"};
     auto sorted = pts;
     std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.overhead < y.overhead; });
     for (const auto& f : sorted) s.points.emplace_back(100.0 * f.overhead, static_cast<double>(f.arena) / 1048576.0);
-    io::write_line_chart_svg(a.svg, {s},
+    std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.overhead_lower_bound < y.overhead_lower_bound; });
+    for (const auto& f : sorted)
+      if (f.overhead_lower_bound >= 0) bound.points.emplace_back(100.0 * f.overhead_lower_bound, static_cast<double>(f.arena) / 1048576.0);
+    std::vector<io::chart_series> series{s};
+    if (!bound.points.empty()) series.push_back(bound);
+    io::write_line_chart_svg(a.svg, series,
                              {.title = p.name() + ": memory vs recomputation", .x_label = "recompute overhead (% of one step)",
                               .y_label = "arena (MiB)"});
   }

@@ -479,3 +479,34 @@ TEST_CASE("plan --offloader: a timed plan within the budget, verified, the repor
   CHECK(bad.code == 2);
   CHECK(has(bad.err, "--bandwidth"));
 }
+
+TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhead), frontier writes them as CSV columns") {
+  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/transformer-train-b1.json.gz";
+  if (!fs::exists(model)) {
+    MESSAGE("data/models/transformer-train-b1.json.gz not bundled: skipped");
+    return;
+  }
+  scratch s;
+  const auto full = s.run("plan '" + model + "' --scheduler given --report-json '" + s / "full.json" + "'");
+  REQUIRE(full.code == 0);
+  CHECK(!has(full.out, "overhead bound"));  // no budget: no bound
+  const auto f = nlohmann::json::parse(slurp(s / "full.json"));
+  CHECK(!f.contains("overhead_lower_bound"));
+  const auto budget = f["arena_bytes"].get<std::int64_t>() * 9 / 10;
+  const auto r = s.run("plan '" + model + "' --scheduler given --budget " + std::to_string(budget) + " --report-json '" + s / "report.json" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "overhead bound no plan within the budget recomputes less than"));
+  const auto j = nlohmann::json::parse(slurp(s / "report.json"));
+  const auto in = j["overhead_lower_bound"].get<double>(), any = j["overhead_lower_bound_any_order"].get<double>();
+  CHECK(in > 0);
+  CHECK(in <= j["overhead"].get<double>() + 1e-12);
+  CHECK(any <= in + 1e-12);
+  const auto fr = s.run("frontier '" + model + "' --points 3 -o '" + s / "f.csv" + "'");
+  INFO(fr.err);
+  REQUIRE(fr.code == 0);
+  const auto csv = slurp(s / "f.csv");
+  CHECK(csv.rfind("budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds,"
+                  "overhead_lower_bound,overhead_lower_bound_any_order\n",
+                  0) == 0);
+}

@@ -20,10 +20,19 @@ TEST_CASE("frontier: from the no-recompute arena down to the smallest budget met
   CHECK(pts.front().budget == -1);
   CHECK(pts.front().recomputed_ops == 0);
   std::int64_t least = pts.front().arena;
+  int bounded = 0;
   for (std::size_t k = 1; k < pts.size(); ++k) {
     CHECK(pts[k].arena <= pts[k].budget);
     least = std::min(least, pts[k].arena);
+    // Every point lies on or above the lower bounds for its arena (core/recompute_bound.hpp), the
+    // any-order one below the point order's.
+    CHECK(pts[k].overhead_lower_bound >= 0);
+    CHECK(pts[k].overhead_lower_bound <= pts[k].overhead + 1e-12);
+    CHECK(pts[k].overhead_lower_bound_any_order <= pts[k].overhead_lower_bound + 1e-12);
+    bounded += pts[k].overhead_lower_bound > 0;
   }
+  CHECK(pts.front().overhead_lower_bound == 0.0);
+  CHECK(bounded > 0);
   CHECK(least < pts.front().arena);
   CHECK(events >= 2);
 }

@@ -28,6 +28,7 @@
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
@@ -67,6 +68,20 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
 }
 
 inline std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
+
+// For pipelines that reduce memory by recomputation alone: the least memory any such plan needs
+// (core/recompute_bound.hpp), when it is above the op-local bound.
+template <class S>
+std::string recompute_floor_text(const problem& p, std::int64_t budget) {
+  if constexpr (contains_kind<S>(stage_kind::offloader)) {
+    return {};
+  } else {
+    const auto b = recompute_bound_any_order(p, budget);
+    if (b.floor_op == no_id || b.memory_floor <= op_local_bound(p)) return {};
+    return "; a plan that only recomputes needs at least " + bytes_text(b.memory_floor) + " (while " + p.describe_op(b.floor_op) +
+           " runs, the storages written before it and read after it that no recomputable op writes stay in memory)";
+  }
+}
 
 }  // namespace detail
 
@@ -151,7 +166,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                                             ": the smallest arena memplan reached is " +
                                             detail::bytes_text(std::min(best_arena, least.arena)) +
                                             ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
-                                            " (resident bytes plus the largest single op's inputs, outputs and workspace)");
+                                            " (resident bytes plus the largest single op's inputs, outputs and workspace)" +
+                                            detail::recompute_floor_text<S>(p, limit));
         }
         ok = floor;
         fits = std::move(least);

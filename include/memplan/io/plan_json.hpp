@@ -395,6 +395,8 @@ inline json report_to_json(const report& r) {
   j["recompute_cost"] = r.recompute_cost;
   j["overhead"] = r.overhead;
   j["recomputed_ops"] = r.recomputed_ops;
+  if (r.overhead_lower_bound >= 0) j["overhead_lower_bound"] = r.overhead_lower_bound;
+  if (r.overhead_lower_bound_any_order >= 0) j["overhead_lower_bound_any_order"] = r.overhead_lower_bound_any_order;
   if (r.has_implementations) {
     j["implementations_changed"] = r.implementations_changed;
     j["steps_cost"] = r.steps_cost;

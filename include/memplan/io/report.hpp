@@ -11,6 +11,7 @@
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/recompute_bound.hpp>
 
 namespace memplan::io {
 
@@ -40,6 +41,10 @@ struct report {
   double recompute_cost = 0.0;       // the recompute steps' cost, same units
   double overhead = 0.0;             // recompute_cost / compute_cost
   std::int64_t recomputed_ops = 0;   // recompute steps
+  // With a budget and no offloading (core/recompute_bound.hpp): no plan within the budget that runs
+  // the ops in this plan's order recomputes less than overhead_lower_bound; none in any order less
+  // than overhead_lower_bound_any_order. -1: not computed.
+  double overhead_lower_bound = -1.0, overhead_lower_bound_any_order = -1.0;
   // Implementation choice (graphs whose ops list implementations; MONeT eq. 9):
   bool has_implementations = false;
   std::int64_t implementations_changed = 0;  // ops whose compute step is not on their fastest alternative (own or listed)
@@ -57,6 +62,22 @@ struct report {
   bool verified = false;             // memplan::verify accepted the plan
   std::vector<std::string> notes;    // fallbacks, limits hit, in words
 };
+
+// Records the budget asked for and, for plans that meet it by recomputation alone, the overhead
+// lower bounds at that budget (core/recompute_bound.hpp).
+inline void set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
+  r.budget = budget;
+  if (budget < 0 || r.transfer_bytes > 0) return;
+  for (const auto& s : mp.steps)
+    if (s.kind == step_kind::offload || s.kind == step_kind::prefetch) return;
+  std::vector<op_id> order;
+  for (const auto& s : mp.steps)
+    if (s.kind == step_kind::compute) order.push_back(s.id);
+  const auto in_order = recompute_bound_in_order(p, order, budget);
+  const auto any = recompute_bound_any_order(p, budget);
+  if (in_order.feasible) r.overhead_lower_bound = in_order.overhead;
+  if (any.feasible) r.overhead_lower_bound_any_order = any.overhead;
+}
 
 inline report make_report(const problem& p, const memory_plan& mp, double plan_seconds = 0.0, bool verified = false) {
   report r;
@@ -168,6 +189,12 @@ inline void print_report(std::ostream& os, const report& r) {
     std::snprintf(b, sizeof b, "%lld ops recomputed, cost %.6g of %.6g %s per step: %.2f %% overhead", static_cast<long long>(r.recomputed_ops),
                   r.recompute_cost, r.compute_cost, r.cost_unit.c_str(), 100.0 * r.overhead);
     os << "recompute      " << b << "\n";
+  }
+  if (r.overhead_lower_bound >= 0) {
+    char b[200];
+    std::snprintf(b, sizeof b, "no plan within the budget recomputes less than %.2f %% in this order, %.2f %% in any order",
+                  100.0 * r.overhead_lower_bound, 100.0 * std::max(0.0, r.overhead_lower_bound_any_order));
+    os << "overhead bound " << b << "\n";
   }
   if (r.has_implementations) {
     char b[200];

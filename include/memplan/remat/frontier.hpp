@@ -1,7 +1,8 @@
 #pragma once
 // remat::frontier -- the memory / recompute-overhead trade-off curve of a graph: verified plans at
 // budgets from the no-recompute arena down to the smallest budget the pipeline can meet (found by
-// bisection after the first budget it cannot), each point a memplan::plan with that budget.
+// bisection after the first budget it cannot), each point a memplan::plan with that budget, with
+// the lower bounds on the overhead of any plan as small (core/recompute_bound.hpp).
 //
 //   auto pts = remat::frontier(p, schedule::default_scheduler{}, remat::default_checkpointer{},
 //                              place::default_placer{}, {.points = 12});
@@ -15,6 +16,7 @@
 #include <memplan/base/progress.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/remat/none.hpp>
 
@@ -25,6 +27,9 @@ struct frontier_point {
   std::int64_t arena = 0, peak = 0;
   double compute_cost = 0, recompute_cost = 0, overhead = 0;  // overhead = recompute / compute cost
   std::int64_t recomputed_ops = 0;
+  // No plan with this point's arena or less recomputes less, in this point's order / in any order
+  // (core/recompute_bound.hpp; -1: even recomputing everything does not reach it).
+  double overhead_lower_bound = 0, overhead_lower_bound_any_order = 0;
   std::string checkpointer;
   double seconds = 0;
 };
@@ -55,6 +60,13 @@ std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, c
     f.recompute_cost = any_cost ? mp.stats.recompute_cost : static_cast<double>(f.recomputed_ops);
     f.overhead = f.compute_cost > 0 ? f.recompute_cost / f.compute_cost : 0.0;
     f.checkpointer = mp.stats.checkpointer;
+    std::vector<op_id> order;
+    for (const auto& s : mp.steps)
+      if (s.kind == step_kind::compute) order.push_back(s.id);
+    const auto in_order = recompute_bound_in_order(p, order, mp.arena);
+    const auto any = recompute_bound_any_order(p, mp.arena);
+    f.overhead_lower_bound = in_order.feasible ? in_order.overhead : -1.0;
+    f.overhead_lower_bound_any_order = any.feasible ? any.overhead : -1.0;
     f.seconds = secs;
     return f;
   };
