@@ -21,9 +21,14 @@
 // fits: forced(v) is then a memory lower bound for such plans, above core/bounds.hpp's op-local one
 // by the storages that must live across v.
 //
-// The bound ignores that a recompute needs its own inputs in memory and may be needed more than once,
-// so it is far from tight on graphs whose cheap values sit deep in a chain; it is exact when one step
-// dominates and the cheapest bytes there can be rebuilt from values that stay anyway.
+// In one order the bound also charges one level of a recompute's own needs: when w runs again after
+// v, an input of w that an in-place write destroyed at or before v's step exists only if its producer
+// ran again too (at some time: not further back, since that rerun may have come early, while its
+// own inputs were still there). Such shared producers are paid once; the relaxation then charges
+// each item its ops' shares (an op needed by m items, 1/m of its cost to each) or its own op's cost,
+// whichever bound is larger. Otherwise the bound ignores what a recompute needs and that a value
+// may be needed again, so it is loose on deep recompute chains; it is exact when one step dominates
+// and the cheapest bytes there can be rebuilt from values that stay anyway.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -86,22 +91,70 @@ struct recompute_bound_tables {
   }
 };
 
-// The least cost of a set of items (cost, bytes) covering `need` bytes, from below: depth-first
-// branch and bound over the items in cost-per-byte order (take the next item, or leave it), each
-// node bounded by its fractional relaxation (Dantzig's bound: the cheapest bytes first, the last item
-// in part). Past `nodes` nodes, an open node answers with its fractional bound, so the result is
-// always a valid lower bound, and the exact 0-1 optimum when the search completes.
+// One way to restore bytes at v: run `op` again (after v), which needs the ops in `also` run again
+// too (somewhere): they produce inputs of `op` that an in-place write destroyed by then.
+struct cover_item {
+  op_id op = no_id;
+  double cost = 0.0;  // op's least cost
+  std::int64_t bytes = 0;
+  std::vector<op_id> also;
+};
+
+// The least cost of a set of items covering `need` bytes, each op paid once however many items need
+// it, from below: depth-first branch and bound over the items in cost-per-byte order (take the next
+// item, or leave it), each node bounded by its fractional relaxation (Dantzig's bound over the items
+// left, each costing its unpaid ops' shares (below): the cheapest bytes first, the last item in part).
+// Past `nodes` nodes, an open node answers with its fractional bound, so the result is always a
+// valid lower bound, and the exact optimum when the search completes.
 struct min_cover {
-  const std::vector<std::pair<double, std::int64_t>>& items;  // sorted by cost per byte
+  const std::vector<cover_item>& items;  // sorted by cost per byte
+  const std::vector<double>& op_cost;
   std::int64_t nodes;
   double incumbent = std::numeric_limits<double>::infinity();
+  std::vector<char> paid = std::vector<char>(op_cost.size(), 0);
 
+  // share[x]: op x's cost over the number of items that need x (as their op or in `also`). Taking
+  // items T costs at least the sum of their unpaid ops' shares (x needed by k of T adds k / m(x) of
+  // its cost, at most all of it), an additive bound the fractional relaxation can use.
+  std::vector<double> share = std::vector<double>(op_cost.size(), 0.0);
+  void init_shares() {
+    std::vector<std::int32_t> m(op_cost.size(), 0);
+    for (const auto& it : items) {
+      ++m[static_cast<std::size_t>(it.op)];
+      for (auto o : it.also) ++m[static_cast<std::size_t>(o)];
+    }
+    for (std::size_t o = 0; o < m.size(); ++o)
+      if (m[o] > 0) share[o] = op_cost[o] / m[o];
+  }
+  [[nodiscard]] double item_share(const cover_item& it) const {
+    double c = paid[static_cast<std::size_t>(it.op)] ? 0.0 : share[static_cast<std::size_t>(it.op)];
+    for (auto o : it.also)
+      if (!paid[static_cast<std::size_t>(o)]) c += share[static_cast<std::size_t>(o)];
+    return c;
+  }
   // Bytes stay integers (sizes up to 2^61 lose their low bits in a double); only the part taken
   // of the last item is a fraction.
+  // Two relaxations, both valid, the larger wins: each item at its unpaid ops' shares, or at its own
+  // op's cost alone (the items' ops are distinct; shares can be lower when an item's op is also
+  // needed by many others).
   [[nodiscard]] double fractional(std::size_t i, std::int64_t need) const {
+    std::vector<std::pair<double, std::int64_t>> rest;  // (cost, bytes) of the items left
+    rest.reserve(items.size() - std::min(i, items.size()));
+    for (auto j = i; j < items.size(); ++j) rest.emplace_back(item_share(items[j]), items[j].bytes);
+    const double shared = dantzig(rest, need);
+    rest.clear();
+    for (auto j = i; j < items.size(); ++j)
+      rest.emplace_back(paid[static_cast<std::size_t>(items[j].op)] ? 0.0 : items[j].cost, items[j].bytes);
+    return std::max(shared, dantzig(rest, need));
+  }
+  static double dantzig(std::vector<std::pair<double, std::int64_t>>& rest, std::int64_t need) {
+    std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
+      const double x = a.first * static_cast<double>(b.second), y = b.first * static_cast<double>(a.second);
+      return x != y ? x < y : a.second > b.second;
+    });
     double c = 0;
-    for (; i < items.size() && need > 0; ++i) {
-      const auto [cost, b] = items[i];
+    for (const auto& [cost, b] : rest) {
+      if (need <= 0) break;
       if (b <= need) {
         c += cost;
         need -= b;
@@ -112,18 +165,41 @@ struct min_cover {
     }
     return need > 0 ? std::numeric_limits<double>::infinity() : c;
   }
-  // A feasible cover's cost (so at least the 0-1 optimum): whole items in order until covered, or
-  // the cheapest single item that covers alone.
-  [[nodiscard]] double feasible_cost(std::int64_t need) const {
+  // Marks item i's ops paid; returns what they add and records them in `marked` (to undo).
+  double pay(const cover_item& it, std::vector<op_id>& marked) {
+    double c = 0;
+    auto one = [&](op_id o) {
+      if (paid[static_cast<std::size_t>(o)]) return;
+      paid[static_cast<std::size_t>(o)] = 1;
+      marked.push_back(o);
+      c += op_cost[static_cast<std::size_t>(o)];
+    };
+    one(it.op);
+    for (auto o : it.also) one(o);
+    return c;
+  }
+  void unpay(const std::vector<op_id>& marked) {
+    for (auto o : marked) paid[static_cast<std::size_t>(o)] = 0;
+  }
+  // A feasible cover's cost (so at least the optimum): whole items in order until covered, or the
+  // cheapest single item that covers alone.
+  [[nodiscard]] double feasible_cost(std::int64_t need) {
+    std::vector<op_id> marked;
     double prefix = 0, single = std::numeric_limits<double>::infinity();
     std::int64_t left = need;
-    for (const auto& [cost, b] : items) {
+    for (const auto& it : items) {
       if (left > 0) {
-        prefix += cost;
-        left -= b;
+        prefix += pay(it, marked);
+        left -= it.bytes;
       }
-      if (b >= need) single = std::min(single, cost);
     }
+    unpay(marked);
+    for (const auto& it : items)
+      if (it.bytes >= need) {
+        std::vector<op_id> m;
+        single = std::min(single, pay(it, m));
+        unpay(m);
+      }
     return std::min(left > 0 ? std::numeric_limits<double>::infinity() : prefix, single);
   }
   double search(std::size_t i, std::int64_t need, double spent) {
@@ -134,7 +210,10 @@ struct min_cover {
     const double f = spent + fractional(i, need);
     if (nodes <= 0 || f >= incumbent || i >= items.size()) return f;
     nodes -= 1;
-    const double take = search(i + 1, need - items[i].second, spent + items[i].first);
+    std::vector<op_id> marked;
+    const double add = pay(items[i], marked);
+    const double take = search(i + 1, need - items[i].bytes, spent + add);
+    unpay(marked);
     const double leave = search(i + 1, need, spent);
     return std::max(f, std::min(take, leave));
   }
@@ -144,31 +223,50 @@ struct min_cover {
 struct recompute_bound_step {
   std::int64_t forced = 0;
   double cost = 0.0;   // lower bound on the recompute cost at this op
-  double upper = 0.0;  // the cost of one feasible cover here: the op's 0-1 bound cannot exceed it
+  double upper = 0.0;  // the cost of one feasible cover here: the op's bound cannot exceed it
   bool feasible = true;
+  std::int64_t nodes_used = 0;
 };
 
-// `writers_of(s)`: the recomputable ops one of which must run again to rebuild what s holds at v.
-// `nodes`: the branch-and-bound's node budget (0: the fractional bound only).
-template <class Writers>
+// `writers_of(s)`: the recomputable ops one of which must run again (after v) to rebuild what s
+// holds at v. `needs_of(w, also)`: false when w cannot run again after v; else the other ops that
+// must then run again too, appended to `also`. `nodes`: the branch and bound's node budget (0: the
+// fractional bound only).
+template <class Writers, class Needs>
 recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_tables& tb, op_id v, std::span<const storage_id> across,
-                                        std::int64_t budget, Writers&& writers_of, std::int64_t nodes) {
+                                        std::int64_t budget, Writers&& writers_of, Needs&& needs_of, std::int64_t nodes) {
   recompute_bound_step r;
   r.forced = p.resident_bytes() + min_workspace(p, v);
   for (auto s : p.touched(v))
     if (!p.resident(s)) r.forced += p.storage_bytes(s);
-  // Items: writer op -> bytes it can restore.
+  // Items: writer op -> bytes it can restore (and what else it needs).
   std::vector<std::pair<op_id, std::int64_t>> items;
+  std::vector<std::pair<op_id, std::vector<op_id>>> needs;  // per writer op seen: its `also` (empty first: cannot run)
+  std::vector<op_id> runnable, cannot;
   std::int64_t droppable = 0;
   for (auto s : across) {
-    const auto w = writers_of(s);
+    const auto ws = writers_of(s);
     const auto b = p.storage_bytes(s);
-    if (w.empty()) {
-      r.forced += b;
-      continue;
+    bool any = false;
+    for (auto o : ws) {
+      bool ok = std::find(runnable.begin(), runnable.end(), o) != runnable.end();
+      if (!ok && std::find(cannot.begin(), cannot.end(), o) == cannot.end()) {
+        std::vector<op_id> also;
+        if (needs_of(o, also)) {
+          runnable.push_back(o);
+          needs.emplace_back(o, std::move(also));
+          ok = true;
+        } else {
+          cannot.push_back(o);
+        }
+      }
+      if (ok) {
+        items.emplace_back(o, b);
+        any = true;
+      }
     }
-    droppable += b;
-    for (auto o : w) items.emplace_back(o, b);
+    if (any) droppable += b;
+    else r.forced += b;
   }
   const auto excess = r.forced + droppable - budget;
   if (excess <= 0) return r;
@@ -177,22 +275,27 @@ recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_
     return r;
   }
   std::sort(items.begin(), items.end());
-  std::vector<std::pair<double, std::int64_t>> merged;  // (cost, bytes) per writer op
+  std::vector<cover_item> merged;  // per writer op
   for (std::size_t i = 0; i < items.size();) {
-    std::int64_t b = 0;
-    const auto o = items[i].first;
-    for (; i < items.size() && items[i].first == o; ++i) b += items[i].second;
-    merged.emplace_back(tb.op_cost[static_cast<std::size_t>(o)], b);
+    cover_item it;
+    it.op = items[i].first;
+    it.cost = tb.op_cost[static_cast<std::size_t>(it.op)];
+    for (; i < items.size() && items[i].first == it.op; ++i) it.bytes += items[i].second;
+    for (const auto& [o, also] : needs)
+      if (o == it.op) it.also = also;
+    merged.push_back(std::move(it));
   }
-  // Cheapest bytes first (cost per byte; ties: more bytes first, then cheaper, for determinism).
-  std::sort(merged.begin(), merged.end(), [](const auto& a, const auto& b) {
-    const double x = a.first * static_cast<double>(b.second), y = b.first * static_cast<double>(a.second);
-    return x != y ? x < y : a.second != b.second ? a.second > b.second : a.first < b.first;
+  // Cheapest bytes first (cost per byte; ties: more bytes first, then cheaper, then by op, for determinism).
+  std::sort(merged.begin(), merged.end(), [](const cover_item& a, const cover_item& b) {
+    const double x = a.cost * static_cast<double>(b.bytes), y = b.cost * static_cast<double>(a.bytes);
+    return x != y ? x < y : a.bytes != b.bytes ? a.bytes > b.bytes : a.cost != b.cost ? a.cost < b.cost : a.op < b.op;
   });
-  min_cover mc{merged, nodes};
+  min_cover mc{merged, tb.op_cost, nodes};
+  mc.init_shares();
   r.upper = mc.feasible_cost(excess);
   mc.incumbent = r.upper;
   r.cost = std::min(r.upper, mc.search(0, excess, 0.0));
+  r.nodes_used = nodes - mc.nodes;
   return r;
 }
 
@@ -212,16 +315,19 @@ inline void recompute_bound_fold(recompute_lower_bound& out, op_id v, const reco
 
 // Both versions: the fractional bound at every op examined, then the branch and bound (which can
 // only raise an op's bound, never above the op's feasible cover) at the ops whose feasible cover
-// costs more than the best bound so far, the most expensive covers first.
-template <class Writers>
+// costs more than the best bound so far, the most expensive covers first, `nodes_per_op` nodes at
+// each and `nodes_total` in all (each node re-sorts the items left: at most 256 · 2048 item sorts,
+// about 0.1 s on a 600-op export; past that the fractional bounds stand).
+template <class Writers, class Needs>
 void recompute_bound_over(recompute_lower_bound& out, const problem& p, const recompute_bound_tables& tb,
                           const std::vector<std::vector<storage_id>>& across, const std::vector<char>& sel, std::int64_t budget,
-                          Writers&& writers_of, std::int64_t nodes_per_op) {
+                          Writers&& writers_of, Needs&& needs_of, std::int64_t nodes_per_op, std::int64_t nodes_total) {
   std::vector<std::pair<double, op_id>> frac;  // (feasible cover's cost, op)
   for (op_id v = 0; v < p.num_ops(); ++v) {
     if (!sel[static_cast<std::size_t>(v)]) continue;
     const auto w = [&](storage_id s) { return writers_of(v, s); };
-    const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, 0);
+    const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
+    const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, n, 0);
     if (r.forced > out.memory_floor) {
       out.memory_floor = r.forced;
       out.floor_op = v;
@@ -236,10 +342,14 @@ void recompute_bound_over(recompute_lower_bound& out, const problem& p, const re
   }
   if (!out.feasible) return;
   std::sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::int64_t left = nodes_total;
   for (const auto& [f, v] : frac) {
-    if (f <= out.cost) break;
+    if (f <= out.cost || left <= 0) break;
     const auto w = [&](storage_id s) { return writers_of(v, s); };
-    recompute_bound_fold(out, v, recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, nodes_per_op));
+    const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
+    const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, n, std::min(nodes_per_op, left));
+    left -= std::max<std::int64_t>(1, r.nodes_used);
+    recompute_bound_fold(out, v, r);
   }
 }
 
@@ -274,7 +384,8 @@ inline void recompute_bound_finish(recompute_lower_bound& out) {
 // `max_ops` ops (core/bounds.hpp's reachability); beyond that, the op-local part only (forced bytes
 // = op-local bound, cost 0 unless that alone exceeds the budget).
 inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::int64_t budget, std::int32_t max_ops = 30000,
-                                                       std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 4096) {
+                                                       std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 256,
+                                                      std::int64_t nodes_total = 2048) {
   recompute_lower_bound out;
   out.any_order = true;
   const detail::recompute_bound_tables tb(p);
@@ -298,10 +409,13 @@ inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::in
         if (sel[static_cast<std::size_t>(v)]) across[static_cast<std::size_t>(v)].push_back(s);
       });
     });
-  // Which version s holds at v depends on the order: any recomputable writer may be the one to run again.
+  // Which version s holds at v depends on the order: any recomputable writer may be the one to run
+  // again. (Tried: also charging, as recompute_bound_in_order does, the producers of inputs destroyed
+  // in place by an ancestor of v; with every writer of a storage an item, the exports' bounds did not
+  // move.)
   detail::recompute_bound_over(
       out, p, tb, across, sel, budget, [&](op_id, storage_id s) { return std::span<const op_id>(tb.writers[static_cast<std::size_t>(s)]); },
-      nodes_per_op);
+      [](op_id, op_id, std::vector<op_id>&) { return true; }, nodes_per_op, nodes_total);
   detail::recompute_bound_finish(out);
   return out;
 }
@@ -310,7 +424,8 @@ inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::in
 // step of v, the storages written before it and used after it (or live to the end) must stay or be
 // rebuilt. Stronger than the any-order bound, and what a checkpointer over that order is held to.
 inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::span<const op_id> order, std::int64_t budget,
-                                                      std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 4096) {
+                                                      std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 256,
+                                                      std::int64_t nodes_total = 2048) {
   if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_in_order: " + *why);
   recompute_lower_bound out;
   const detail::recompute_bound_tables tb(p);
@@ -318,6 +433,12 @@ inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::spa
   const auto n = order.size();
   std::vector<std::int32_t> pos(n);
   for (std::size_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+  // The step at which an in-place write destroys each tensor (n: never).
+  std::vector<std::int32_t> overwritten_at(static_cast<std::size_t>(p.num_tensors()), static_cast<std::int32_t>(n));
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (const auto base = p.inplace_of(t); base != no_id && p.producer(t) != no_id)
+      overwritten_at[static_cast<std::size_t>(base)] =
+          std::min(overwritten_at[static_cast<std::size_t>(base)], pos[static_cast<std::size_t>(p.producer(t))]);
   // Each non-resident storage is live strictly between its first write (or the start, -1) and its
   // last use (or the end, n): positions first+1 .. last-1 that do not touch it.
   const auto S = static_cast<std::size_t>(p.num_storages());
@@ -383,7 +504,20 @@ inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::spa
         if (w == no_id || !p.recomputable(w)) return std::span<const op_id>();
         return std::span<const op_id>(&tb.self[static_cast<std::size_t>(w)], 1);
       },
-      nodes_per_op);
+      // w runs again after v; an input of w that an in-place write at or before v's step destroyed
+      // exists then only if its producer ran again (at some time): that producer is paid too. (Not
+      // further back: that rerun may have happened early, while its own inputs were still there.)
+      [&](op_id v, op_id w, std::vector<op_id>& also) {
+        const auto at = pos[static_cast<std::size_t>(v)];
+        for (auto u : p.inputs(w)) {
+          if (overwritten_at[static_cast<std::size_t>(u)] > at) continue;
+          const auto x = p.producer(u);
+          if (x == no_id || !p.recomputable(x)) return false;
+          if (std::find(also.begin(), also.end(), x) == also.end()) also.push_back(x);
+        }
+        return true;
+      },
+      nodes_per_op, nodes_total);
   detail::recompute_bound_finish(out);
   return out;
 }

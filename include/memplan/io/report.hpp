@@ -75,7 +75,8 @@ inline void set_budget(report& r, const problem& p, const memory_plan& mp, std::
     if (s.kind == step_kind::compute) order.push_back(s.id);
   const auto in_order = recompute_bound_in_order(p, order, budget);
   const auto any = recompute_bound_any_order(p, budget);
-  if (in_order.feasible) r.overhead_lower_bound = in_order.overhead;
+  // The any-order bound holds for this order too; with their searches cut short either can be higher.
+  if (in_order.feasible && any.feasible) r.overhead_lower_bound = std::max(in_order.overhead, any.overhead);
   if (any.feasible) r.overhead_lower_bound_any_order = any.overhead;
 }
 

@@ -6,6 +6,7 @@
 //
 //   auto pts = remat::frontier(p, schedule::default_scheduler{}, remat::default_checkpointer{},
 //                              place::default_placer{}, {.points = 12});
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -65,7 +66,8 @@ std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, c
       if (s.kind == step_kind::compute) order.push_back(s.id);
     const auto in_order = recompute_bound_in_order(p, order, mp.arena);
     const auto any = recompute_bound_any_order(p, mp.arena);
-    f.overhead_lower_bound = in_order.feasible ? in_order.overhead : -1.0;
+    // The any-order bound holds for this order too; with their searches cut short either can be higher.
+    f.overhead_lower_bound = in_order.feasible && any.feasible ? std::max(in_order.overhead, any.overhead) : -1.0;
     f.overhead_lower_bound_any_order = any.feasible ? any.overhead : -1.0;
     f.seconds = secs;
     return f;
