@@ -11,7 +11,8 @@
 //   monet_greedy       remat::monet_greedy (solver-free joint heuristic)
 //   monet_ilp          remat::monet_ilp (MONeT's joint 0-1 program, CBC)
 // then the ratios checkmate-O / monet_ilp and recompute-only / monet_greedy (MONeT: 1.2-1.8x vs
-// Checkmate), and the ILP solve times and statuses at the final targets.
+// Checkmate), the least B / P0 below which no recompute-only plan has <= 10 % overhead (the lower
+// bounds of core/recompute_bound.hpp), and the ILP solve times and statuses at the final targets.
 //
 // --no-slower instead prints, for every bundled export whose ops list implementations (or the graphs
 // named), `memplan plan`'s default pipeline with implementation_choice::own against its default
@@ -32,6 +33,7 @@
 #include <memplan/core/context.hpp>
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
@@ -108,6 +110,29 @@ plan_context ctx_for(std::int64_t b, double limit) {
   c.solver = solver::cbc{};
 #endif
   return c;
+}
+
+// The largest B / P0 at which the lower bound on the recompute overhead of every plan within B
+// (core/recompute_bound.hpp; over the given order, or any order) still exceeds `cap`: no
+// recompute-only plan with overhead <= cap fits there or below (bisection, 20 steps).
+double bound_ratio(const problem& p, const timeline& base, double cap, bool any_order) {
+  std::vector<op_id> order;
+  for (const auto& s : base.steps)
+    if (s.kind == step_kind::compute) order.push_back(s.id);
+  const auto over = [&](std::int64_t b) {
+    const auto any = recompute_bound_any_order(p, b);
+    if (!any.feasible || any.overhead > cap) return true;
+    if (any_order) return false;
+    const auto in = recompute_bound_in_order(p, order, b);
+    return !in.feasible || in.overhead > cap;
+  };
+  std::int64_t lo = op_local_bound(p), hi = base.peak;
+  if (!over(lo)) return static_cast<double>(lo) / static_cast<double>(base.peak);
+  for (int i = 0; i < 20 && hi - lo > 1; ++i) {
+    const auto mid = lo + (hi - lo) / 2;
+    (over(mid) ? lo : hi) = mid;
+  }
+  return static_cast<double>(lo) / static_cast<double>(base.peak);
 }
 
 std::string ratio_text(double x) {
@@ -235,6 +260,8 @@ int main(int argc, char** argv) {
                 static_cast<double>(base.peak) / 1048576.0, cell(recompute, true).c_str(), cell(ckd, have_ilp).c_str(), cell(cko, have_ilp).c_str(),
                 cell(greedy, true).c_str(), cell(mono, have_ilp).c_str(),
                 have_ilp ? ratio_text(cko.ratio / mono.ratio).c_str() : "-", recompute.ratio / greedy.ratio);
+    std::printf("    recompute-only lower bound: no plan with <= 10 %% overhead below %.3f of P0 in the given order, %.3f in any order\n",
+                bound_ratio(p, base, 0.10, false), bound_ratio(p, base, 0.10, true));
     std::printf("    overheads at those targets: recompute %.1f %%, monet_greedy %.1f %%", 100 * recompute.overhead, 100 * greedy.overhead);
     if (have_ilp) std::printf(", checkmate-D %.1f %%, checkmate-O %.1f %%, monet_ilp %.1f %%", 100 * ckd.overhead, 100 * cko.overhead, 100 * mono.overhead);
     std::printf("\n    times at those targets: monet_greedy %.2f s", greedy.seconds);

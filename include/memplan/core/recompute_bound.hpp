@@ -343,8 +343,9 @@ void recompute_bound_over(recompute_lower_bound& out, const problem& p, const re
   if (!out.feasible) return;
   std::sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   std::int64_t left = nodes_total;
-  for (const auto& [f, v] : frac) {
-    if (f <= out.cost || left <= 0) break;
+  for (const auto& fv : frac) {
+    const op_id v = fv.second;  // (not a structured binding: clang 14 cannot capture one)
+    if (fv.first <= out.cost || left <= 0) break;
     const auto w = [&](storage_id s) { return writers_of(v, s); };
     const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
     const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, n, std::min(nodes_per_op, left));
