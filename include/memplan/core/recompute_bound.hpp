@@ -232,35 +232,45 @@ struct recompute_bound_step {
 // holds at v. `needs_of(w, also)`: false when w cannot run again after v; else the other ops that
 // must then run again too, appended to `also`. `nodes`: the branch and bound's node budget (0: the
 // fractional bound only).
+struct recompute_bound_scratch {
+  std::vector<std::int32_t> slot;  // per op, -1 between calls
+  std::vector<op_id> seen;
+  explicit recompute_bound_scratch(const problem& p) : slot(static_cast<std::size_t>(p.num_ops()), -1) {}
+};
+
 template <class Writers, class Needs>
-recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_tables& tb, op_id v, std::span<const storage_id> across,
-                                        std::int64_t budget, Writers&& writers_of, Needs&& needs_of, std::int64_t nodes) {
+recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_tables& tb, recompute_bound_scratch& scratch, op_id v,
+                                        std::span<const storage_id> across, std::int64_t budget, Writers&& writers_of, Needs&& needs_of,
+                                        std::int64_t nodes) {
   recompute_bound_step r;
   r.forced = p.resident_bytes() + min_workspace(p, v);
   for (auto s : p.touched(v))
     if (!p.resident(s)) r.forced += p.storage_bytes(s);
-  // Items: writer op -> bytes it can restore (and what else it needs).
+  std::int64_t present = r.forced;
+  for (auto s : across) present += p.storage_bytes(s);
+  if (present <= budget) return r;  // fits without dropping anything
+  // Items: writer op -> bytes it can restore (and what else it needs). scratch.slot[o]: -1 not seen,
+  // -2 cannot run again, else o's index in `needs` (reset before returning).
   std::vector<std::pair<op_id, std::int64_t>> items;
-  std::vector<std::pair<op_id, std::vector<op_id>>> needs;  // per writer op seen: its `also` (empty first: cannot run)
-  std::vector<op_id> runnable, cannot;
+  std::vector<std::pair<op_id, std::vector<op_id>>> needs;
   std::int64_t droppable = 0;
   for (auto s : across) {
     const auto ws = writers_of(s);
     const auto b = p.storage_bytes(s);
     bool any = false;
     for (auto o : ws) {
-      bool ok = std::find(runnable.begin(), runnable.end(), o) != runnable.end();
-      if (!ok && std::find(cannot.begin(), cannot.end(), o) == cannot.end()) {
+      auto& slot = scratch.slot[static_cast<std::size_t>(o)];
+      if (slot == -1) {
         std::vector<op_id> also;
         if (needs_of(o, also)) {
-          runnable.push_back(o);
+          slot = static_cast<std::int32_t>(needs.size());
           needs.emplace_back(o, std::move(also));
-          ok = true;
         } else {
-          cannot.push_back(o);
+          slot = -2;
         }
+        scratch.seen.push_back(o);
       }
-      if (ok) {
+      if (slot >= 0) {
         items.emplace_back(o, b);
         any = true;
       }
@@ -268,6 +278,14 @@ recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_
     if (any) droppable += b;
     else r.forced += b;
   }
+  const auto slot_of = [&](op_id o) { return scratch.slot[static_cast<std::size_t>(o)]; };
+  struct reset_slots {
+    recompute_bound_scratch& sc;
+    ~reset_slots() {
+      for (auto o : sc.seen) sc.slot[static_cast<std::size_t>(o)] = -1;
+      sc.seen.clear();
+    }
+  } reset{scratch};
   const auto excess = r.forced + droppable - budget;
   if (excess <= 0) return r;
   if (r.forced > budget) {
@@ -281,8 +299,7 @@ recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_
     it.op = items[i].first;
     it.cost = tb.op_cost[static_cast<std::size_t>(it.op)];
     for (; i < items.size() && items[i].first == it.op; ++i) it.bytes += items[i].second;
-    for (const auto& [o, also] : needs)
-      if (o == it.op) it.also = also;
+    it.also = needs[static_cast<std::size_t>(slot_of(it.op))].second;
     merged.push_back(std::move(it));
   }
   // Cheapest bytes first (cost per byte; ties: more bytes first, then cheaper, then by op, for determinism).
@@ -322,12 +339,13 @@ template <class Writers, class Needs>
 void recompute_bound_over(recompute_lower_bound& out, const problem& p, const recompute_bound_tables& tb,
                           const std::vector<std::vector<storage_id>>& across, const std::vector<char>& sel, std::int64_t budget,
                           Writers&& writers_of, Needs&& needs_of, std::int64_t nodes_per_op, std::int64_t nodes_total) {
+  recompute_bound_scratch scratch(p);
   std::vector<std::pair<double, op_id>> frac;  // (feasible cover's cost, op)
   for (op_id v = 0; v < p.num_ops(); ++v) {
     if (!sel[static_cast<std::size_t>(v)]) continue;
     const auto w = [&](storage_id s) { return writers_of(v, s); };
     const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
-    const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, n, 0);
+    const auto r = recompute_bound_at(p, tb, scratch, v, across[static_cast<std::size_t>(v)], budget, w, n, 0);
     if (r.forced > out.memory_floor) {
       out.memory_floor = r.forced;
       out.floor_op = v;
@@ -348,29 +366,38 @@ void recompute_bound_over(recompute_lower_bound& out, const problem& p, const re
     if (fv.first <= out.cost || left <= 0) break;
     const auto w = [&](storage_id s) { return writers_of(v, s); };
     const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
-    const auto r = recompute_bound_at(p, tb, v, across[static_cast<std::size_t>(v)], budget, w, n, std::min(nodes_per_op, left));
+    const auto r = recompute_bound_at(p, tb, scratch, v, across[static_cast<std::size_t>(v)], budget, w, n, std::min(nodes_per_op, left));
     left -= std::max<std::int64_t>(1, r.nodes_used);
     recompute_bound_fold(out, v, r);
   }
 }
 
-// Which ops to examine: all when the lists fit in `max_pairs` storage entries, else the `keep` ops
-// with the most bytes that must live there (any subset gives a valid bound).
-inline std::vector<char> recompute_bound_selection(const std::vector<std::int64_t>& pairs_at, const std::vector<std::int64_t>& bytes_at,
-                                                   std::int64_t max_pairs, std::size_t keep, bool& exact) {
+// Which ops to examine: those where the bytes that must be present without recomputation (op-local
+// plus live across) exceed the budget (elsewhere the bound is 0); all of them when their lists fit in
+// `max_pairs` storage entries, else the ones with the most such bytes while their lists fit (any
+// subset gives a valid bound; `exact` says whether it was all).
+inline std::vector<char> recompute_bound_selection(const problem& p, const std::vector<std::int64_t>& pairs_at, const std::vector<std::int64_t>& bytes_at,
+                                                   std::int64_t budget, std::int64_t max_pairs, bool& exact) {
   const auto n = pairs_at.size();
-  std::vector<char> sel(n, 1);
+  std::vector<char> sel(n, 0);
+  std::vector<std::pair<std::int64_t, std::size_t>> over;  // (bytes present, op)
   std::int64_t total = 0;
-  for (auto c : pairs_at) total += c;
+  for (std::size_t v = 0; v < n; ++v) {
+    std::int64_t b = p.resident_bytes() + min_workspace(p, static_cast<op_id>(v)) + bytes_at[v];
+    for (auto s : p.touched(static_cast<op_id>(v)))
+      if (!p.resident(s)) b += p.storage_bytes(s);
+    if (b <= budget) continue;
+    over.emplace_back(b, v);
+    total += pairs_at[v];
+  }
   exact = total <= max_pairs;
-  if (exact) return sel;
-  std::vector<std::size_t> idx(n);
-  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
-  const auto k = std::min(keep, n);
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                    [&](std::size_t a, std::size_t b) { return bytes_at[a] != bytes_at[b] ? bytes_at[a] > bytes_at[b] : a < b; });
-  std::fill(sel.begin(), sel.end(), 0);
-  for (std::size_t i = 0; i < k; ++i) sel[idx[i]] = 1;
+  if (!exact) std::sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  std::int64_t taken = 0;
+  for (const auto& [b, v] : over) {
+    if (!exact && taken > 0 && taken + pairs_at[v] > max_pairs) break;
+    sel[v] = 1;
+    taken += pairs_at[v];
+  }
   return sel;
 }
 
@@ -385,7 +412,7 @@ inline void recompute_bound_finish(recompute_lower_bound& out) {
 // `max_ops` ops (core/bounds.hpp's reachability); beyond that, the op-local part only (forced bytes
 // = op-local bound, cost 0 unless that alone exceeds the budget).
 inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::int64_t budget, std::int32_t max_ops = 30000,
-                                                       std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 256,
+                                                       std::int64_t max_pairs = 1'000'000, std::int64_t nodes_per_op = 256,
                                                       std::int64_t nodes_total = 2048) {
   recompute_lower_bound out;
   out.any_order = true;
@@ -401,7 +428,7 @@ inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::in
     });
   });
   bool exact = true;
-  const auto sel = detail::recompute_bound_selection(pairs, bytes, max_pairs, 4096, exact);
+  const auto sel = detail::recompute_bound_selection(p, pairs, bytes, budget, max_pairs, exact);
   out.exact_sets = reach && exact;
   std::vector<std::vector<storage_id>> across(n);
   if (reach)
@@ -425,7 +452,7 @@ inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::in
 // step of v, the storages written before it and used after it (or live to the end) must stay or be
 // rebuilt. Stronger than the any-order bound, and what a checkpointer over that order is held to.
 inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::span<const op_id> order, std::int64_t budget,
-                                                      std::int64_t max_pairs = 4'000'000, std::int64_t nodes_per_op = 256,
+                                                      std::int64_t max_pairs = 1'000'000, std::int64_t nodes_per_op = 256,
                                                       std::int64_t nodes_total = 2048) {
   if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_in_order: " + *why);
   recompute_lower_bound out;
@@ -470,7 +497,7 @@ inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::spa
     bytes[static_cast<std::size_t>(order[i])] = cb;
   }
   bool exact = true;
-  const auto sel = detail::recompute_bound_selection(pairs, bytes, max_pairs, 4096, exact);
+  const auto sel = detail::recompute_bound_selection(p, pairs, bytes, budget, max_pairs, exact);
   out.exact_sets = exact;
   std::vector<std::int32_t> sel_pos;  // selected positions, ascending
   for (std::size_t i = 0; i < n; ++i)
