@@ -49,7 +49,9 @@ struct recompute_lower_bound {
   double overhead = 0.0;        // cost / compute_cost
   op_id at_op = no_id;          // the op where the cost bound is attained (no_id: 0, the budget holds everywhere)
   bool feasible = true;         // false: at some op even dropping every rebuildable storage exceeds the budget
-  std::int64_t memory_floor = 0;  // no recomputation plan needs less: max over the ops examined of forced(v)
+  // No recomputation plan needs less: max of forced(v) over the ops examined, those whose bytes
+  // exceed the budget (so above the budget exactly when some op's is, and then feasible is false).
+  std::int64_t memory_floor = 0;
   op_id floor_op = no_id;       // where memory_floor is attained
   bool any_order = false;       // true: holds for every order (must-live sets); false: for the order given
   bool exact_sets = true;       // false: only some ops were examined (graph too large), still a valid bound
