@@ -102,6 +102,17 @@ struct cover_item {
   std::vector<op_id> also;
 };
 
+// Per-op arrays reused across the ops of one bound (each op's call touches only its items' entries
+// and clears them after): sizing them per call made a 9,707-op graph quadratic.
+struct recompute_bound_scratch {
+  std::vector<std::int32_t> slot;  // recompute_bound_at: -1 not seen, -2 cannot run again, else an index
+  std::vector<op_id> seen;         // ops whose slot is set
+  std::vector<char> paid;          // min_cover: ops paid in the current branch
+  std::vector<std::int32_t> uses;  // min_cover: how many items need each op
+  explicit recompute_bound_scratch(const problem& p)
+      : slot(static_cast<std::size_t>(p.num_ops()), -1), paid(static_cast<std::size_t>(p.num_ops()), 0), uses(static_cast<std::size_t>(p.num_ops()), 0) {}
+};
+
 // The least cost of a set of items covering `need` bytes, each op paid once however many items need
 // it, from below: depth-first branch and bound over the items in cost-per-byte order (take the next
 // item, or leave it), each node bounded by its fractional relaxation (Dantzig's bound over the items
@@ -112,30 +123,36 @@ struct min_cover {
   const std::vector<cover_item>& items;  // sorted by cost per byte
   const std::vector<double>& op_cost;
   std::int64_t nodes;
+  std::vector<char>& paid;          // all 0 on entry and on return
+  std::vector<std::int32_t>& uses;  // all 0 on entry and on return
   double incumbent = std::numeric_limits<double>::infinity();
-  std::vector<char> paid = std::vector<char>(op_cost.size(), 0);
 
-  // share[x]: op x's cost over the number of items that need x (as their op or in `also`). Taking
-  // items T costs at least the sum of their unpaid ops' shares (x needed by k of T adds k / m(x) of
-  // its cost, at most all of it), an additive bound the fractional relaxation can use.
-  std::vector<double> share = std::vector<double>(op_cost.size(), 0.0);
-  void init_shares() {
-    std::vector<std::int32_t> m(op_cost.size(), 0);
+  min_cover(const std::vector<cover_item>& its, const std::vector<double>& costs, std::int64_t node_budget, recompute_bound_scratch& sc)
+      : items(its), op_cost(costs), nodes(node_budget), paid(sc.paid), uses(sc.uses) {
     for (const auto& it : items) {
-      ++m[static_cast<std::size_t>(it.op)];
-      for (auto o : it.also) ++m[static_cast<std::size_t>(o)];
+      ++uses[static_cast<std::size_t>(it.op)];
+      for (auto o : it.also) ++uses[static_cast<std::size_t>(o)];
     }
-    for (std::size_t o = 0; o < m.size(); ++o)
-      if (m[o] > 0) share[o] = op_cost[o] / m[o];
   }
+  ~min_cover() {
+    for (const auto& it : items) {
+      uses[static_cast<std::size_t>(it.op)] = 0;
+      for (auto o : it.also) uses[static_cast<std::size_t>(o)] = 0;
+    }
+  }
+  min_cover(const min_cover&) = delete;
+  min_cover& operator=(const min_cover&) = delete;
+
+  // An op's share: its cost over the number of items that need it (as their op or in `also`).
+  // Taking items T costs at least the sum of their unpaid ops' shares (an op needed by k of T adds
+  // k / m of its cost, at most all of it), an additive bound the fractional relaxation can use.
+  [[nodiscard]] double share(op_id o) const { return op_cost[static_cast<std::size_t>(o)] / uses[static_cast<std::size_t>(o)]; }
   [[nodiscard]] double item_share(const cover_item& it) const {
-    double c = paid[static_cast<std::size_t>(it.op)] ? 0.0 : share[static_cast<std::size_t>(it.op)];
+    double c = paid[static_cast<std::size_t>(it.op)] ? 0.0 : share(it.op);
     for (auto o : it.also)
-      if (!paid[static_cast<std::size_t>(o)]) c += share[static_cast<std::size_t>(o)];
+      if (!paid[static_cast<std::size_t>(o)]) c += share(o);
     return c;
   }
-  // Bytes stay integers (sizes up to 2^61 lose their low bits in a double); only the part taken
-  // of the last item is a fraction.
   // Two relaxations, both valid, the larger wins: each item at its unpaid ops' shares, or at its own
   // op's cost alone (the items' ops are distinct; shares can be lower when an item's op is also
   // needed by many others).
@@ -149,6 +166,8 @@ struct min_cover {
       rest.emplace_back(paid[static_cast<std::size_t>(items[j].op)] ? 0.0 : items[j].cost, items[j].bytes);
     return std::max(shared, dantzig(rest, need));
   }
+  // Bytes stay integers (sizes up to 2^61 lose their low bits in a double); only the part taken of
+  // the last item is a fraction.
   static double dantzig(std::vector<std::pair<double, std::int64_t>>& rest, std::int64_t need) {
     std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
       const double x = a.first * static_cast<double>(b.second), y = b.first * static_cast<double>(a.second);
@@ -234,12 +253,6 @@ struct recompute_bound_step {
 // holds at v. `needs_of(w, also)`: false when w cannot run again after v; else the other ops that
 // must then run again too, appended to `also`. `nodes`: the branch and bound's node budget (0: the
 // fractional bound only).
-struct recompute_bound_scratch {
-  std::vector<std::int32_t> slot;  // per op, -1 between calls
-  std::vector<op_id> seen;
-  explicit recompute_bound_scratch(const problem& p) : slot(static_cast<std::size_t>(p.num_ops()), -1) {}
-};
-
 template <class Writers, class Needs>
 recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_tables& tb, recompute_bound_scratch& scratch, op_id v,
                                         std::span<const storage_id> across, std::int64_t budget, Writers&& writers_of, Needs&& needs_of,
@@ -309,8 +322,7 @@ recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_
     const double x = a.cost * static_cast<double>(b.bytes), y = b.cost * static_cast<double>(a.bytes);
     return x != y ? x < y : a.bytes != b.bytes ? a.bytes > b.bytes : a.cost != b.cost ? a.cost < b.cost : a.op < b.op;
   });
-  min_cover mc{merged, tb.op_cost, nodes};
-  mc.init_shares();
+  min_cover mc(merged, tb.op_cost, nodes, scratch);
   r.upper = mc.feasible_cost(excess);
   mc.incumbent = r.upper;
   r.cost = std::min(r.upper, mc.search(0, excess, 0.0));
