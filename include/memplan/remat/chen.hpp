@@ -110,8 +110,9 @@ struct candidate {
 
 // The candidate of one plain replay of `pol` (no eviction), with the rerun that adds eviction.
 template <class Policy>
-candidate replay(engine& e, Policy pol, std::int64_t target, std::string what = {}) {
-  candidate c{e.run(pol, target, false), 0.0, std::move(what), {}};
+// With `until`, a replay that the deadline stops gives an empty timeline (no steps).
+candidate replay(engine& e, Policy pol, std::int64_t target, std::string what = {}, const deadline* until = nullptr) {
+  candidate c{e.run(pol, target, false, nullptr, until), 0.0, std::move(what), {}};
   c.rerun = [&e, pol, target](const deadline& until) mutable { return e.run(pol, target, true, nullptr, &until); };
   c.cost = recompute_cost(e, c.tl);
   return c;
