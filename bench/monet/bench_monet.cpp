@@ -116,9 +116,7 @@ plan_context ctx_for(std::int64_t b, double limit) {
 // (core/recompute_bound.hpp; over the given order, or any order) still exceeds `cap`: no
 // recompute-only plan with overhead <= cap fits there or below (bisection, 20 steps).
 double bound_ratio(const problem& p, const timeline& base, double cap, bool any_order) {
-  std::vector<op_id> order;
-  for (const auto& s : base.steps)
-    if (s.kind == step_kind::compute) order.push_back(s.id);
+  const auto order = base.order();
   const auto over = [&](std::int64_t b) {
     const auto any = recompute_bound_any_order(p, b);
     if (!any.feasible || any.overhead > cap) return true;

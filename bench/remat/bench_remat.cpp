@@ -188,10 +188,7 @@ int main(int argc, char** argv) try {
           times.push_back(mp.stats.checkpoint_seconds);
           if (frac == 0.5) {
             met10 += over <= 0.10;
-            std::vector<op_id> order;
-            for (const auto& st : mp.steps)
-              if (st.kind == step_kind::compute) order.push_back(st.id);
-            const auto in = recompute_bound_in_order(p, order, budget);
+            const auto in = recompute_bound_in_order(p, mp.order(), budget);
             const auto any = recompute_bound_any_order(p, budget);
             std::printf(" %6.1f%% /%5.1f%%", 100 * std::max(in.overhead, any.overhead), 100 * any.overhead);
             impossible10 += any.overhead > 0.10;

@@ -18,24 +18,13 @@
 
 using namespace memplan;
 
-namespace {
-
-std::vector<op_id> rb_compute_order(const std::vector<step>& steps) {
-  std::vector<op_id> order;
-  for (const auto& s : steps)
-    if (s.kind == step_kind::compute) order.push_back(s.id);
-  return order;
-}
-
-}  // namespace
-
 TEST_CASE("recompute bounds never exceed the brute-force optimum of the fixed order, and the any-order bound never exceeds one order's") {
   int instances = 0, budgets = 0, exact = 0, positive = 0;
   for (const auto& inst : testing::remat_instances()) {
     const auto& p = inst.p;
     INFO(inst.name);
     const auto tl = given_timeline(p);
-    const auto order = rb_compute_order(tl.steps);
+    const auto order = tl.order();
     const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
     REQUIRE(lo.complete);
     REQUIRE(lo.feasible);
@@ -91,7 +80,7 @@ TEST_CASE("a fixed order's bound: a 3-layer chain where one drop suffices and th
   pb.add_op("g1", {gb, x}, {ga, gx}, "op", op_phase::backward, 1.0);
   const auto p = pb.build();
   const auto tl = given_timeline(p);
-  const auto order = rb_compute_order(tl.steps);
+  const auto order = tl.order();
   const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
   REQUIRE(lo.feasible);
   REQUIRE(lo.peak < tl.peak);
@@ -150,7 +139,7 @@ TEST_CASE("a fixed order's bound charges the producer of an input destroyed in p
   pb.add_op("bn_bw", {gy, x}, {gx}, "op", op_phase::backward, 1.0);
   const auto p = pb.build();
   const auto tl = given_timeline(p);
-  const auto order = rb_compute_order(tl.steps);
+  const auto order = tl.order();
   const auto budget = tl.peak - 10;
   const auto opt = testing::remat_brute_force(p, tl, budget, testing::remat_plans::any);
   const auto in = recompute_bound_in_order(p, order, budget);
@@ -177,7 +166,7 @@ TEST_CASE("training DAGs: the default checkpointer's plans recompute at least th
       INFO("budget " << budget);
       try {
         const auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget});
-        const auto in = recompute_bound_in_order(p, rb_compute_order(mp.steps), budget);
+        const auto in = recompute_bound_in_order(p, mp.order(), budget);
         const auto any = recompute_bound_any_order(p, budget);
         REQUIRE(in.feasible);
         REQUIRE(any.feasible);

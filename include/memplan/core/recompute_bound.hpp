@@ -360,17 +360,8 @@ void recompute_bound_over(recompute_lower_bound& out, const problem& p, const re
     const auto w = [&](storage_id s) { return writers_of(v, s); };
     const auto n = [&](op_id o, std::vector<op_id>& also) { return needs_of(v, o, also); };
     const auto r = recompute_bound_at(p, tb, scratch, v, across[static_cast<std::size_t>(v)], budget, w, n, 0);
-    if (r.forced > out.memory_floor) {
-      out.memory_floor = r.forced;
-      out.floor_op = v;
-    }
-    if (!r.feasible) {
-      if (out.feasible) out.at_op = v;
-      out.feasible = false;
-    } else if (r.cost > 0) {
-      recompute_bound_fold(out, v, r);
-      frac.emplace_back(r.upper, v);
-    }
+    recompute_bound_fold(out, v, r);
+    if (r.feasible && r.cost > 0) frac.emplace_back(r.upper, v);
   }
   if (!out.feasible) return;
   std::sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });

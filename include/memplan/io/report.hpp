@@ -67,13 +67,10 @@ struct report {
 // lower bounds at that budget (core/recompute_bound.hpp).
 inline void set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
   r.budget = budget;
-  if (budget < 0 || r.transfer_bytes > 0) return;
+  if (budget < 0) return;
   for (const auto& s : mp.steps)
     if (s.kind == step_kind::offload || s.kind == step_kind::prefetch) return;
-  std::vector<op_id> order;
-  for (const auto& s : mp.steps)
-    if (s.kind == step_kind::compute) order.push_back(s.id);
-  const auto in_order = recompute_bound_in_order(p, order, budget);
+  const auto in_order = recompute_bound_in_order(p, mp.order(), budget);
   const auto any = recompute_bound_any_order(p, budget);
   // The any-order bound holds for this order too; with their searches cut short either can be higher.
   if (in_order.feasible && any.feasible) r.overhead_lower_bound = std::max(in_order.overhead, any.overhead);

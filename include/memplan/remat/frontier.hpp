@@ -61,10 +61,7 @@ std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, c
     f.recompute_cost = any_cost ? mp.stats.recompute_cost : static_cast<double>(f.recomputed_ops);
     f.overhead = f.compute_cost > 0 ? f.recompute_cost / f.compute_cost : 0.0;
     f.checkpointer = mp.stats.checkpointer;
-    std::vector<op_id> order;
-    for (const auto& s : mp.steps)
-      if (s.kind == step_kind::compute) order.push_back(s.id);
-    const auto in_order = recompute_bound_in_order(p, order, mp.arena);
+    const auto in_order = recompute_bound_in_order(p, mp.order(), mp.arena);
     const auto any = recompute_bound_any_order(p, mp.arena);
     // The any-order bound holds for this order too; with their searches cut short either can be higher.
     f.overhead_lower_bound = in_order.feasible && any.feasible ? std::max(in_order.overhead, any.overhead) : -1.0;
