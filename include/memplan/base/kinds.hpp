@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace memplan {
@@ -53,11 +54,14 @@ inline constexpr bool may_be_resident(tensor_kind k) noexcept {
 }
 
 // One way to run an op (MONeT §3: workspace vs time, in-place variants): the op's alternatives to its
-// own cost and workspace.
+// own cost and workspace. With `inputs` (tensor names) it is a *variant* that reads those tensors instead
+// of the op's inputs (MONeT's D^l_k, eq. 5 and 8: output-activated backward); problem keeps variants
+// apart from the op's implementations (problem::variants, core/variants.hpp).
 struct implementation {
   std::string name;
   double cost = 0.0;
   std::int64_t workspace = 0;
+  std::vector<std::string> inputs{};  // empty: the op's own inputs
   friend bool operator==(const implementation&, const implementation&) = default;
 };
 

@@ -67,6 +67,10 @@ class problem {
   [[nodiscard]] double cost(op_id o) const { return cost_[idx(o)]; }
   [[nodiscard]] std::int64_t workspace(op_id o) const { return workspace_[idx(o)]; }
   [[nodiscard]] std::span<const implementation> implementations(op_id o) const { return row(impl_off_, impl_, o); }
+  // The op's variants: implementations that read other tensors (implementation::inputs, MONeT's
+  // output-activated backward). Kept apart: every planner treats implementations() as sharing the op's
+  // inputs; a variant is taken only by rewriting the problem (core/variants.hpp).
+  [[nodiscard]] std::span<const implementation> variants(op_id o) const { return row(variant_off_, variant_, o); }
   // False for ops whose outputs are not a function of their inputs (random number generation): never
   // recomputed (graph format: "recomputable": false).
   [[nodiscard]] bool recomputable(op_id o) const { return recomputable_[idx(o)] != 0; }
@@ -143,10 +147,10 @@ class problem {
   std::vector<std::int64_t> workspace_;
   std::vector<std::uint8_t> recomputable_;
   std::string cost_unit_;
-  std::vector<std::int32_t> in_off_, out_off_, pred_off_, succ_off_, impl_off_, touch_off_;
+  std::vector<std::int32_t> in_off_, out_off_, pred_off_, succ_off_, impl_off_, variant_off_, touch_off_;
   std::vector<tensor_id> in_, out_;
   std::vector<op_id> pred_, succ_;
-  std::vector<implementation> impl_;
+  std::vector<implementation> impl_, variant_;
   std::vector<storage_id> touch_;
 
   std::vector<std::string> tensor_name_;

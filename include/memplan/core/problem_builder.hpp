@@ -174,7 +174,7 @@ inline problem problem_builder::build() {
   p.producer_.assign(nt, no_id);
   std::vector<std::vector<tensor_id>> ins(no), outs(no);
   std::vector<std::vector<op_id>> cons(nt);
-  std::vector<std::vector<implementation>> impls(no);
+  std::vector<std::vector<implementation>> impls(no), variants(no);
   for (std::size_t o = 0; o < no; ++o) {
     auto& oi = ops_[o];
     if (oi.name.empty()) oi.name = "op" + std::to_string(o);
@@ -203,7 +203,7 @@ inline problem problem_builder::build() {
     p.cost_[o] = oi.cost;
     p.workspace_[o] = oi.workspace;
     p.recomputable_[o] = oi.recomputable ? 1 : 0;
-    impls[o] = oi.impls;
+    for (auto& im : oi.impls) (im.inputs.empty() ? impls[o] : variants[o]).push_back(im);
     for (auto t : oi.ins) {
       if (t < 0 || static_cast<std::size_t>(t) >= nt)
         throw error(errc::invalid_graph, "op '" + oi.name + "' reads a tensor that is not in the graph (dangling consumer)");
@@ -225,6 +225,26 @@ inline problem problem_builder::build() {
                                              tensors_[static_cast<std::size_t>(t)].name + "' (use inplace_of for in-place ops)");
       pr = static_cast<op_id>(o);
       outs[o].push_back(t);
+    }
+    // A variant reads tensors of the graph, none twice, none of the op's outputs, and still every tensor
+    // the op overwrites in place (it writes the new version either way).
+    for (const auto& v : variants[o]) {
+      const auto at = "op '" + oi.name + "': variant '" + v.name + "'";
+      std::vector<tensor_id> vin;
+      for (const auto& n : v.inputs) {
+        auto it = p.tensor_by_name_.find(n);
+        if (it == p.tensor_by_name_.end()) throw error(errc::invalid_graph, at + " reads unknown tensor '" + n + "'");
+        if (std::find(vin.begin(), vin.end(), it->second) != vin.end()) continue;  // read twice: read once
+        if (std::find(outs[o].begin(), outs[o].end(), it->second) != outs[o].end())
+          throw error(errc::invalid_graph, at + " reads the op's own output '" + n + "'");
+        vin.push_back(it->second);
+      }
+      for (auto t : outs[o]) {
+        const auto base = tensors_[static_cast<std::size_t>(t)].inplace_of;
+        if (base != no_id && std::find(vin.begin(), vin.end(), base) == vin.end())
+          throw error(errc::invalid_graph, at + " does not read '" + tensors_[static_cast<std::size_t>(base)].name +
+                                               "', which the op overwrites in place");
+      }
     }
   }
   // Tensors without a producer must be of a kind that exists before the run.
@@ -340,6 +360,7 @@ inline problem problem_builder::build() {
   detail::to_csr(succ, p.succ_off_, p.succ_);
   detail::to_csr(pred, p.pred_off_, p.pred_);
   detail::to_csr(impls, p.impl_off_, p.impl_);
+  detail::to_csr(variants, p.variant_off_, p.variant_);
   detail::to_csr(users, p.su_off_, p.su_);
   detail::to_csr(touched, p.touch_off_, p.touch_);
   return std::move(p_);
@@ -370,6 +391,7 @@ problem with_ops(const problem& p, Edit&& edit, std::span<const std::pair<op_id,
     const auto im = p.implementations(o);
     op_fields f{p.cost(o), p.workspace(o), {im.begin(), im.end()}};
     edit(p, o, f);
+    for (const auto& v : p.variants(o)) f.impls.push_back(v);  // variants travel unchanged
     b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), f.cost, f.workspace,
              std::move(f.impls), p.recomputable(o));
   }

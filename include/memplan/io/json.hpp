@@ -323,6 +323,12 @@ inline graph_document parse_graph_document(const json& j, const std::string& sou
           if (impl.workspace > std::numeric_limits<std::int64_t>::max() / 4)
             throw bad(iat + ": workspace " + std::to_string(impl.workspace) + " overflows the arena arithmetic");
         }
+        if (auto in = x.find("inputs"); in != x.end() && !in->is_null()) {
+          impl.inputs = detail::id_list(x, "inputs", iat, source);
+          if (impl.inputs.empty()) throw bad(iat + ": \"inputs\" is empty (leave it out to read the op's inputs)");
+          for (const auto& t : impl.inputs)
+            if (!tindex.count(t)) throw bad(iat + " reads unknown tensor " + squote(t) + " (dangling: no tensor has that id)");
+        }
         r.implementations.push_back(std::move(impl));
       }
     }
@@ -455,6 +461,7 @@ inline json op_json(const std::string& id, const std::string& type, const std::v
       x["name"] = im.name;
       x["cost"] = im.cost;
       x["workspace"] = im.workspace;
+      if (!im.inputs.empty()) x["inputs"] = im.inputs;
       a.push_back(std::move(x));
     }
     o["implementations"] = std::move(a);
@@ -488,8 +495,10 @@ inline json write_graph(const problem& p) {
     std::vector<std::string> ins, outs;
     for (auto t : p.inputs(o)) ins.push_back(p.tensor_name(t));
     for (auto t : p.outputs(o)) outs.push_back(p.tensor_name(t));
+    std::vector<implementation> impls(p.implementations(o).begin(), p.implementations(o).end());
+    impls.insert(impls.end(), p.variants(o).begin(), p.variants(o).end());
     os.push_back(detail::op_json(p.op_name(o), p.op_type(o), ins, outs, p.phase(o), p.cost(o), p.workspace(o), p.recomputable(o),
-                                 p.implementations(o)));
+                                 impls));
   }
   j["tensors"] = std::move(ts);
   j["ops"] = std::move(os);

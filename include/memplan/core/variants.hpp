@@ -1,0 +1,288 @@
+#pragma once
+// Variants: implementations that read other tensors than their op does (implementation::inputs) --
+// MONeT's implementation-dependent dependencies D^l_k (§3, eq. 5 and 8), e.g. an output-activated
+// backward that reads an activation's output instead of a saved copy of its input (Appendix D).
+// Every planner treats an op's implementations() as sharing its inputs, so a variant is never chosen
+// inside a pipeline; it is taken by rewriting the problem first:
+//
+//   apply_variants(p, taken)  the problem in which each named op reads its variant's inputs and runs at
+//                             the variant's cost and workspace, without the ops that then have no use:
+//                             every output an activation or gradient nobody reads, none overwritten in
+//                             place or overwriting one; the op recomputable (not random), not an update
+//                             and outside the graph's extra edges. Names are kept; ids change.
+//   choose_variants(p)        the variants that cost nothing (the rule of implementation_choice::
+//                             no_slower, core/implementations.hpp): no slower and no more workspace than
+//                             the op's own, and in the given order (a topological one when the given
+//                             order does not run) no step holding more bytes and the steps' sum lower.
+//                             Greedy in op order, each variant judged against the ones already taken
+//                             (all of them first, in one rewrite, when together they pass).
+//
+// A plan of the rewritten problem names its variants (io/plan_json.hpp, "variants"), and reading the
+// plan against the original graph takes them again, so `memplan verify GRAPH PLAN` checks it.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <memplan/base/error.hpp>
+#include <memplan/core/analysis.hpp>
+#include <memplan/core/problem.hpp>
+#include <memplan/core/problem_builder.hpp>
+
+namespace memplan {
+
+// One variant taken: op `op` runs its variant `implementation` (names, as in the graph).
+struct variant_choice {
+  std::string op;
+  std::string implementation;
+  friend bool operator==(const variant_choice&, const variant_choice&) = default;
+};
+
+inline bool has_variants(const problem& p) {
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (!p.variants(o).empty()) return true;
+  return false;
+}
+
+namespace detail {
+
+// Whether `to` is reachable from `from` along precedence edges (`to` runs after `from` in every order).
+inline bool reaches(const problem& p, op_id from, op_id to) {
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(p.num_ops()), 0);
+  std::vector<op_id> stack{from};
+  seen[static_cast<std::size_t>(from)] = 1;
+  while (!stack.empty()) {
+    const auto v = stack.back();
+    stack.pop_back();
+    if (v == to) return true;
+    for (auto w : p.succs(v))
+      if (!seen[static_cast<std::size_t>(w)]) {
+        seen[static_cast<std::size_t>(w)] = 1;
+        stack.push_back(w);
+      }
+  }
+  return false;
+}
+
+}  // namespace detail
+
+// The problem with `taken` applied (see above). The names of the ops no longer needed are appended to
+// *removed. Throws errc::invalid_argument for an op or variant the graph does not have, or an op named
+// twice; errc::invalid_graph for a variant that reads a tensor computed after its op.
+inline problem apply_variants(const problem& p, std::span<const variant_choice> taken, std::vector<std::string>* removed = nullptr) {
+  const auto no = static_cast<std::size_t>(p.num_ops());
+  const auto nt = static_cast<std::size_t>(p.num_tensors());
+  std::vector<std::int32_t> chosen(no, -1);
+  for (const auto& c : taken) {
+    const auto o = p.find_op(c.op);
+    if (!o) throw error(errc::invalid_argument, "variant '" + c.implementation + "': the graph has no op '" + c.op + "'");
+    const auto vs = p.variants(*o);
+    std::int32_t k = -1;
+    for (std::size_t i = 0; i < vs.size(); ++i)
+      if (vs[i].name == c.implementation) k = static_cast<std::int32_t>(i);
+    if (k < 0) {
+      std::string have;
+      for (const auto& v : vs) have += (have.empty() ? "" : ", ") + v.name;
+      throw error(errc::invalid_argument, p.describe_op(*o) + " has no variant '" + c.implementation + "'" +
+                                              (have.empty() ? " (it has none)" : " (it has: " + have + ")"));
+    }
+    auto& ch = chosen[static_cast<std::size_t>(*o)];
+    if (ch >= 0 && ch != k) throw error(errc::invalid_argument, p.describe_op(*o) + " is given two variants");
+    ch = k;
+  }
+  // Each op's inputs under the choice; a variant may not read what is computed after its op.
+  std::vector<std::vector<tensor_id>> ins(no);
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    auto& in = ins[static_cast<std::size_t>(o)];
+    const auto k = chosen[static_cast<std::size_t>(o)];
+    if (k < 0) {
+      in.assign(p.inputs(o).begin(), p.inputs(o).end());
+      continue;
+    }
+    const auto& v = p.variants(o)[static_cast<std::size_t>(k)];
+    for (const auto& n : v.inputs) {
+      const auto t = *p.find_tensor(n);  // the builder checked every name
+      if (std::find(in.begin(), in.end(), t) != in.end()) continue;
+      const auto q = p.producer(t);
+      if (q != no_id && detail::reaches(p, o, q))
+        throw error(errc::invalid_graph, p.describe_op(o) + ": variant '" + v.name + "' reads " + p.describe_tensor(t) + ", which " +
+                                             p.describe_op(q) + " computes after it");
+      in.push_back(t);
+    }
+  }
+  // Ops left without a use.
+  std::vector<std::int32_t> readers(nt, 0);
+  std::vector<std::uint8_t> overwritten(nt, 0), in_edge(no, 0), gone(no, 0);
+  for (const auto& in : ins)
+    for (auto t : in) ++readers[static_cast<std::size_t>(t)];
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (p.inplace_of(t) != no_id) overwritten[static_cast<std::size_t>(p.inplace_of(t))] = 1;
+  for (auto [a, b] : p.extra_edges()) in_edge[static_cast<std::size_t>(a)] = in_edge[static_cast<std::size_t>(b)] = 1;
+  auto unused = [&](op_id d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (gone[i] || chosen[i] >= 0 || in_edge[i] || !p.recomputable(d) || p.phase(d) == op_phase::update || p.outputs(d).empty())
+      return false;
+    for (auto t : p.outputs(d)) {
+      const auto ti = static_cast<std::size_t>(t);
+      if (readers[ti] > 0 || overwritten[ti] || p.inplace_of(t) != no_id) return false;
+      if (p.kind(t) != tensor_kind::activation && p.kind(t) != tensor_kind::gradient) return false;
+    }
+    return true;
+  };
+  std::vector<op_id> work;
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (chosen[static_cast<std::size_t>(o)] >= 0)
+      for (auto t : p.inputs(o))
+        if (readers[static_cast<std::size_t>(t)] == 0 && p.producer(t) != no_id) work.push_back(p.producer(t));
+  while (!work.empty()) {
+    const auto d = work.back();
+    work.pop_back();
+    if (!unused(d)) continue;
+    gone[static_cast<std::size_t>(d)] = 1;
+    if (removed) removed->push_back(p.op_name(d));
+    for (auto t : ins[static_cast<std::size_t>(d)])
+      if (--readers[static_cast<std::size_t>(t)] == 0 && p.producer(t) != no_id) work.push_back(p.producer(t));
+  }
+  // The rewritten problem: the same names, the ops in their order.
+  problem_builder b(p.name(), p.options());
+  b.set_cost_unit(p.cost_unit());
+  std::vector<tensor_id> tmap(nt, no_id);
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (p.producer(t) == no_id || !gone[static_cast<std::size_t>(p.producer(t))])
+      tmap[static_cast<std::size_t>(t)] = b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (tmap[static_cast<std::size_t>(t)] != no_id && p.inplace_of(t) != no_id)
+      b.set_inplace_of(tmap[static_cast<std::size_t>(t)], tmap[static_cast<std::size_t>(p.inplace_of(t))]);
+  std::vector<op_id> omap(no, no_id);
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    const auto i = static_cast<std::size_t>(o);
+    if (gone[i]) continue;
+    std::vector<tensor_id> in, out;
+    for (auto t : ins[i]) in.push_back(tmap[static_cast<std::size_t>(t)]);
+    for (auto t : p.outputs(o)) out.push_back(tmap[static_cast<std::size_t>(t)]);
+    double cost = p.cost(o);
+    std::int64_t ws = p.workspace(o);
+    std::vector<implementation> impls;
+    if (chosen[i] >= 0) {
+      // The variant becomes the op's own; the op's implementations and other variants read what it no
+      // longer reads, and go.
+      const auto& v = p.variants(o)[static_cast<std::size_t>(chosen[i])];
+      cost = v.cost;
+      ws = v.workspace;
+    } else {
+      impls.assign(p.implementations(o).begin(), p.implementations(o).end());
+      impls.insert(impls.end(), p.variants(o).begin(), p.variants(o).end());
+    }
+    omap[i] = b.add_op(p.op_name(o), std::move(in), std::move(out), p.op_type(o), p.phase(o), cost, ws, std::move(impls), p.recomputable(o));
+  }
+  for (auto [a, c] : p.extra_edges()) b.add_edge(omap[static_cast<std::size_t>(a)], omap[static_cast<std::size_t>(c)]);
+  problem q;
+  try {
+    q = b.build();
+  } catch (const error& e) {
+    throw error(e.code(), std::string("with the chosen variants: ") + e.what());
+  }
+  q.instrument(p.counters());
+  return q;
+}
+
+// What choose_variants took and what it gave.
+struct variant_rewrite {
+  problem rewritten;                      // the problem to plan (p itself when nothing was taken)
+  std::vector<variant_choice> taken;      // in op order
+  std::vector<std::string> removed_ops;   // ops no longer needed
+  std::int64_t given_peak_before = 0;     // the order's peak before and after (0 when p has no variants)
+  std::int64_t given_peak_after = 0;
+  std::vector<std::string> notes;        // limits hit, in words
+};
+
+// The variants that cost nothing (see the top of this file). Deterministic.
+inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries = 512) {
+  variant_rewrite r{p, {}, {}, 0, 0, {}};
+  if (!has_variants(p)) return r;
+  std::vector<variant_choice> cand;
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    for (const auto& v : p.variants(o))
+      if (v.cost <= p.cost(o) && v.workspace <= p.workspace(o)) {
+        cand.push_back({p.op_name(o), v.name});
+        break;  // the first that costs nothing
+      }
+  auto order = given_order(p);
+  if (!is_topological(p, order)) order = topological_order(p);
+  const auto n = order.size();
+  // Live bytes per position of `order` (-1: the op is gone); nullopt when `order` does not run in q.
+  auto live_of = [&](const problem& q) -> std::optional<std::vector<std::int64_t>> {
+    std::vector<std::int64_t> at(n, -1);
+    std::vector<op_id> qo;
+    std::vector<std::size_t> pos;
+    for (std::size_t i = 0; i < n; ++i)
+      if (auto o = q.find_op(p.op_name(order[i]))) {
+        qo.push_back(*o);
+        pos.push_back(i);
+      }
+    if (!is_topological(q, qo)) return std::nullopt;
+    const auto m = profile(q, qo);
+    for (std::size_t j = 0; j < qo.size(); ++j) at[pos[j]] = m.live[j];
+    return at;
+  };
+  auto sum = [](const std::vector<std::int64_t>& v) {
+    std::int64_t s = 0;
+    for (auto x : v) s += std::max<std::int64_t>(x, 0);
+    return s;
+  };
+  // No step holds more, and the sum is lower.
+  auto better = [&](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& cur) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] >= 0 && (cur[i] < 0 || a[i] > cur[i])) return false;
+    return sum(a) < sum(cur);
+  };
+  auto cur = *live_of(p);
+  const auto peak = [&](const std::vector<std::int64_t>& v) {
+    std::int64_t m = p.resident_bytes();
+    for (auto x : v) m = std::max(m, x);
+    return m;
+  };
+  r.given_peak_before = r.given_peak_after = peak(cur);
+  if (cand.empty()) return r;
+  auto attempt = [&](const std::vector<variant_choice>& trial, std::vector<std::string>& gone) -> std::optional<problem> {
+    try {
+      auto q = apply_variants(p, trial, &gone);
+      auto a = live_of(q);
+      if (!a || !better(*a, cur)) return std::nullopt;
+      cur = std::move(*a);
+      return q;
+    } catch (const error&) {
+      return std::nullopt;  // e.g. a variant that would run after its own consumers: not free
+    }
+  };
+  std::vector<std::string> gone;
+  if (auto q = attempt(cand, gone)) {
+    r.rewritten = std::move(*q);
+    r.taken = cand;
+    r.removed_ops = std::move(gone);
+  } else {
+    std::size_t tried = 0;
+    for (const auto& c : cand) {
+      if (tried++ == max_tries) {
+        r.notes.push_back("variants: tried the first " + std::to_string(max_tries) + " of " + std::to_string(cand.size()) +
+                          " one by one; the rest keep their op's own");
+        break;
+      }
+      auto trial = r.taken;
+      trial.push_back(c);
+      gone.clear();
+      if (auto q = attempt(trial, gone)) {
+        r.rewritten = std::move(*q);
+        r.taken = std::move(trial);
+        r.removed_ops = gone;
+      }
+    }
+  }
+  r.given_peak_after = peak(cur);
+  return r;
+}
+
+}  // namespace memplan
