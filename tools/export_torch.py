@@ -715,6 +715,8 @@ def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
         if o["id"] in undefined and any(t in read_ids for t in o["outputs"]):
             o["recomputable"] = False
 
+    n_variants = add_output_activated_variants(ops, tensor_of)
+
     out_node = [n for n in nodes if n.op == "output"][0]
     results = [a for a in _flatten(list(out_node.args)) if isinstance(a, Node)]
     for a in results:
@@ -727,10 +729,40 @@ def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
     meta = dict(meta)
     if dropped:
         meta["dropped_ops"] = dropped
+    if n_variants:
+        meta["variants"] = {"output_activated": n_variants}
     if boundaries.get("fallback_kernels"):
         meta["fallback_kernels"] = boundaries["fallback_kernels"]
     return {"format": "memplan-graph", "version": 1, "name": graph_name, "meta": meta,
             "tensors": tensors, "ops": ops}
+
+
+def add_output_activated_variants(ops, tensor_of):
+    """MONeT's output-activated backward (Appendix D) where the trace allows it exactly: a variant
+    (docs/format.md, implementations[].inputs) of hardtanh_backward(grad, x) when x is the clone autograd
+    saved of the input of an in-place hardtanh_ (ReLU6). grad * (lo < x < hi) equals grad * (lo < y < hi)
+    for y = hardtanh_(x) bit for bit (NaN included), so the variant reads y, the clone then has no use,
+    and the cost and workspace are the op's own. Returns how many ops got one."""
+    producer = {t: o for o in ops for t in o["outputs"]}
+    overwriter = {}
+    for t in tensor_of.values():
+        if t.get("inplace_of"):
+            overwriter.setdefault(t["inplace_of"], []).append(t["id"])
+    n = 0
+    for o in ops:
+        if o["op"] != "aten.hardtanh_backward" or len(o["inputs"]) != 2:
+            continue
+        grad, saved = o["inputs"]
+        c = producer.get(saved)
+        if c is None or c["op"] != "aten.clone" or len(c["inputs"]) != 1:
+            continue
+        ys = overwriter.get(c["inputs"][0], [])
+        if len(ys) != 1 or producer[ys[0]]["op"] != "aten.hardtanh_" or ys[0] in overwriter:
+            continue  # y must still hold the activation's output when the backward runs
+        o.setdefault("implementations", []).append(
+            {"name": "output_activated", "cost": o.get("cost", 0), "workspace": o.get("workspace", 0), "inputs": [grad, ys[0]]})
+        n += 1
+    return n
 
 
 def _out_node(node, k, val):

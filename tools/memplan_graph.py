@@ -171,6 +171,14 @@ def validate(g):
                 w = im.get("workspace", 0)
                 if w is not None and (not _is_int(w) or w < 0):
                     raise GraphError(f"{at}: workspace {w!r} is not a non-negative integer")
+                vin = im.get("inputs")
+                if vin is not None:
+                    # a variant: reads these tensors instead of the op's inputs (docs/format.md)
+                    if not isinstance(vin, list) or not vin or not all(isinstance(t, str) for t in vin):
+                        raise GraphError(f"{at}: inputs {vin!r} is not a non-empty list of tensor ids")
+                    for t in vin:
+                        if t not in tmap:
+                            raise GraphError(f"{at} reads unknown tensor {t!r}")
         ins, outs = op.get("inputs"), op.get("outputs")
         if not isinstance(ins, list) or not isinstance(outs, list):
             raise GraphError(f"op {oid!r}: 'inputs' and 'outputs' must be lists")

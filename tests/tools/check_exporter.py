@@ -8,7 +8,8 @@ size, momentum buffers versioned twice, phases in order forward < backward < upd
 left in the graph, the loss a scalar output, the first convolution's cost by hand (seconds and
 FLOPs), batch norm split into a normalization and a running-statistics update per nn.BatchNorm2d,
 the convolution algorithm model (defaults, workspaces by hand, admission rules), dropout's random
-ops not recomputable, and an inference graph without backward, update or labels.
+ops not recomputable, an inference graph without backward, update or labels, and MobileNet-V2's
+output-activated hardtanh_backward variants (exact: checked bit for bit with PyTorch).
 """
 
 import os
@@ -197,6 +198,30 @@ def main(argv):
     check(not any("transformer_encoder_layer_fwd" in o["op"] for o in g["ops"]), "inference: no fused fast-path op")
     check(sum(o["op"] == "aten.native_layer_norm" for o in g["ops"]) == 4, "inference: 4 layer norms (2 layers)")
     check(sum(o["op"] == "aten.bmm" for o in g["ops"]) == 4, "inference: 4 bmm (scores and context, 2 layers)")
+
+    # MONeT's output-activated backward where it is exact: ReLU6 (hardtanh_) backward from the output
+    g, T = export("mobilenet_v2-train-b1.json", "--model", "mobilenet_v2", "--batch", "1")
+    prod = {t: o for o in g["ops"] for t in o["outputs"]}
+    bws = [o for o in g["ops"] if o["op"] == "aten.hardtanh_backward"]
+    good = 0
+    for o in bws:
+        vs = [x for x in o.get("implementations", []) if "inputs" in x]
+        if len(vs) != 1 or vs[0]["name"] != "output_activated" or vs[0]["cost"] != o["cost"]:
+            continue
+        grad, saved = o["inputs"]
+        y = vs[0]["inputs"][1]
+        clone = prod[saved]
+        good += (vs[0]["inputs"][0] == grad and clone["op"] == "aten.clone" and prod[y]["op"] == "aten.hardtanh_"
+                 and T[y]["inplace_of"] == clone["inputs"][0])
+    check(len(bws) == 35 and good == 35 and g["meta"].get("variants") == {"output_activated": 35},
+          "mobilenet_v2: each of the 35 hardtanh_backward has an output_activated variant reading the hardtanh_ output")
+    x = torch.cat([torch.randn(4096) * 4, torch.tensor([0.0, 6.0, -0.0, 6.0000005, 5.9999995, 1e-30, float("nan"),
+                                                        float("inf"), -float("inf")])])
+    grad = torch.randn_like(x)
+    a = torch.ops.aten.hardtanh_backward(grad, x, 0.0, 6.0)
+    b = torch.ops.aten.hardtanh_backward(grad, torch.nn.functional.hardtanh(x, 0.0, 6.0), 0.0, 6.0)
+    check(torch.equal(a.view(torch.int32), b.view(torch.int32)),
+          "hardtanh_backward from the output equals it from the input bit for bit (0, 6, NaN and infinities included)")
 
     r = subprocess.run([sys.executable, os.path.join(tools, "export_torch.py"), "--model", "no_such_model",
                         "-o", os.path.join(out, "x.json")], capture_output=True, text=True)
