@@ -91,7 +91,10 @@ int run_plan(const plan_args& a) {
                                                                                      : "default");
   if (a.offloader.empty() && (!a.bandwidth.empty() || !a.device_flops.empty() || !a.host_limit.empty()))
     throw error(errc::invalid_argument, "--bandwidth, --device-flops and --host-limit need --offloader NAME");
-  const auto p = io::read_graph(a.graph);
+  // Variants that cost nothing (core/variants.hpp) are taken before planning, unless --implementations own.
+  const auto vr = a.implementations == "own" ? variant_rewrite{io::read_graph(a.graph), {}, {}, 0, 0, {}}
+                                             : choose_variants(io::read_graph(a.graph));
+  const auto& p = vr.rewritten;
   plan_context ctx;
   ctx.progress = cli::progress_printer(a.verbose, a.quiet);
   ctx.alignment = a.alignment;
@@ -115,10 +118,12 @@ int run_plan(const plan_args& a) {
                                       std::to_string(capacity));
   const auto ok = verify(p, mp);
   auto rep = io::make_report(p, mp, secs, ok.ok);
+  io::set_variants(rep, vr);
+  rep.notes.insert(rep.notes.begin(), vr.notes.begin(), vr.notes.end());
   rep.capacity = capacity;
   io::set_budget(rep, p, mp, ctx.budget);
   if (a.checkpointer.empty() && (a.budget.empty() || !a.offloader.empty())) rep.checkpointer.clear();
-  if (!a.output.empty()) io::write_plan(a.output, p, mp);
+  if (!a.output.empty()) io::write_plan(a.output, p, mp, vr.taken);
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
   if (!a.svg.empty()) io::write_heap_svg(a.svg, p, mp);
   if (!a.dot.empty()) io::write_dot_file(a.dot, p);
@@ -133,8 +138,10 @@ int run_plan(const plan_args& a) {
 
 // ---- verify -------------------------------------------------------------------------------------------
 int run_verify(const std::string& graph, const std::string& plan_path) {
-  const auto p = io::read_graph(graph);
-  const auto mp = io::read_plan(p, plan_path);
+  // A plan made with variants is checked against the graph with them taken (the plan names them).
+  const auto pv = io::read_plan_with_variants(io::read_graph(graph), plan_path);
+  const auto& p = pv.graph;
+  const auto& mp = pv.plan;
   const auto r = verify(p, mp);
   if (!r) throw error(errc::invalid_plan, plan_path + ": " + r.violation);
   std::cout << plan_path << ": valid plan for " << p.name() << ": " << mp.steps.size() << " steps, peak "
@@ -296,7 +303,9 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--host-limit", pa.host_limit, "offloading: host memory the offloaded values may use, in bytes (same syntax as --budget)");
   plan->add_option("--implementations", pa.implementations,
                    "for ops that list implementation alternatives: no-slower (each op on the least-workspace one no slower than its "
-                   "own, then on faster ones that fit within that peak) or own (every op on its own)")
+                   "own, then on faster ones that fit within that peak; and variants that read other tensors, such as an "
+                   "output-activated backward, where they cost nothing: docs/monet.md) or own (every op on its own, the "
+                   "graph as given)")
       ->check(CLI::IsMember({"own", "no-slower"}))
       ->capture_default_str();
   plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");

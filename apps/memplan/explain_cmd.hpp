@@ -31,8 +31,8 @@ inline int run_explain(const explain_args& a) {
     }
     std::swap(graph, plan);
   }
-  const auto mp = io::read_plan(p, plan);
-  io::explain(std::cout, p, mp, {.top = a.top});
+  const auto pv = io::read_plan_with_variants(p, plan);
+  io::explain(std::cout, pv.graph, pv.plan, {.top = a.top});
   return 0;
 }
 

@@ -29,7 +29,8 @@ inline int run_frontier(const frontier_args& a) {
   const auto sched = schedulers().make(a.scheduler);
   const auto ckpt = checkpointers().make(a.checkpointer);
   const auto placer = placers().make(a.placer);
-  const auto p = io::read_graph(a.graph);
+  const auto vr = choose_variants(io::read_graph(a.graph));  // variants that cost nothing, as `memplan plan` takes them
+  const auto& p = vr.rewritten;
   plan_context ctx;
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
@@ -69,6 +70,11 @@ inline int run_frontier(const frontier_args& a) {
     std::cout << a.graph << ": " << pts.size() << " verified plans, arena " << io::human_bytes(pts.front().arena)
               << " without recomputation down to " << io::human_bytes(least.arena) << " at " << 100.0 * least.overhead
               << " % overhead; wrote " << a.output << "\n";
+    if (!vr.taken.empty())
+      std::cout << "  with " << vr.taken.size() << " ops on a variant that costs nothing (" << vr.removed_ops.size()
+                << " ops no longer needed): given-order peak " << io::human_bytes(vr.given_peak_before) << " -> "
+                << io::human_bytes(vr.given_peak_after) << "\n";
+    for (const auto& n : vr.notes) std::cout << "  " << n << "\n";
   }
   return 0;
 }

@@ -510,3 +510,36 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
                   "overhead_lower_bound,overhead_lower_bound_any_order\n",
                   0) == 0);
 }
+
+TEST_CASE("plan takes the variants that cost nothing, names them in the plan, and verify reads them back") {
+  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/mobilenet_v2-train-b1.json.gz";
+  if (!fs::exists(model)) {
+    MESSAGE("data/models/mobilenet_v2-train-b1.json.gz not bundled: skipped");
+    return;
+  }
+  scratch s;
+  const auto r = s.run("plan '" + model + "' -o '" + s / "plan.json" + "' --report-json '" + s / "report.json" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "variants       35 ops on a variant that costs nothing (output_activated 35), 35 ops no longer needed"));
+  const auto j = nlohmann::json::parse(slurp(s / "report.json"));
+  CHECK(j["variants"]["output_activated"] == 35);
+  CHECK(j["ops_removed"] == 35);
+  CHECK(j["variant_given_peak"].get<std::int64_t>() < j["given_peak"].get<std::int64_t>());
+  CHECK(j["planned_peak"].get<std::int64_t>() <= j["variant_given_peak"].get<std::int64_t>());
+  const auto pj = nlohmann::json::parse(slurp(s / "plan.json"));
+  CHECK(pj["variants"].size() == 35);
+  const auto v = s.run("verify '" + model + "' '" + s / "plan.json" + "'");
+  INFO(v.err);
+  CHECK(v.code == 0);
+  CHECK(has(v.out, "valid plan"));
+  const auto e = s.run("explain '" + s / "plan.json" + "' '" + model + "'");
+  CHECK(e.code == 0);
+  // --implementations own: the graph as traced, clones and all.
+  const auto own = s.run("plan '" + model + "' --implementations own --report-json '" + s / "own.json" + "'");
+  REQUIRE(own.code == 0);
+  CHECK(!has(own.out, "variants "));
+  const auto o = nlohmann::json::parse(slurp(s / "own.json"));
+  CHECK(!o.contains("variants"));
+  CHECK(o["planned_peak"].get<std::int64_t>() > j["planned_peak"].get<std::int64_t>());
+}

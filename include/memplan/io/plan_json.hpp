@@ -7,6 +7,7 @@
 // fields) -> errc::parse_error; a plan that names ops or tensors the graph does not have, or lacks
 // an offset for a non-empty tensor -> errc::invalid_plan.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <algorithm>
 #include <limits>
@@ -17,6 +18,7 @@
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/timeline.hpp>
+#include <memplan/core/variants.hpp>
 #include <memplan/io/file.hpp>
 #include <memplan/io/json_text.hpp>
 #include <memplan/io/report.hpp>
@@ -67,11 +69,18 @@ inline json stats_to_json(const plan_stats& st) {
 // Version 2 (docs/format.md, "plan file"): the offsets of the preexisting storages under "initial";
 // every step that materializes storages carries their offsets under "offsets" (output tensor ->
 // offset), its workspace's offset under "workspace" and its implementation's name under "impl".
-inline json plan_to_json(const problem& p, const memory_plan& mp) {
+// `variants`: those the plan's problem took (core/variants.hpp), written under "variants" so that the
+// plan is read back against the graph file (read_plan_with_variants).
+inline json plan_to_json(const problem& p, const memory_plan& mp, std::span<const variant_choice> variants = {}) {
   json j;
   j["format"] = std::string(plan_format_name);
   j["version"] = plan_format_version;
   j["graph"] = p.name();
+  if (!variants.empty()) {
+    json v = json::array();
+    for (const auto& c : variants) v.push_back({{"op", c.op}, {"implementation", c.implementation}});
+    j["variants"] = std::move(v);
+  }
   j["arena"] = mp.arena;
   j["alignment"] = mp.alignment;
   if (mp.makespan > 0) j["makespan"] = mp.makespan;
@@ -360,7 +369,45 @@ inline memory_plan parse_plan(const problem& p, std::string_view text, const std
 
 inline memory_plan read_plan(const problem& p, const std::string& path) { return parse_plan(p, read_text_file(path), path); }
 
-inline void write_plan(const std::string& path, const problem& p, const memory_plan& mp) { save_json(path, plan_to_json(p, mp), 1); }
+inline void write_plan(const std::string& path, const problem& p, const memory_plan& mp, std::span<const variant_choice> variants = {}) {
+  save_json(path, plan_to_json(p, mp, variants), 1);
+}
+
+// A plan file read against the graph file it was made from: the graph with the plan's "variants"
+// taken (apply_variants; the graph itself when it names none) and the plan for it. Not verified.
+struct plan_with_variants {
+  problem graph;
+  memory_plan plan;
+  std::vector<variant_choice> variants;
+};
+
+inline plan_with_variants parse_plan_with_variants(const problem& g, std::string_view text, const std::string& source = "<plan>") {
+  const auto j = detail::parse_json_text<nlohmann::json>(text, source);
+  plan_with_variants r{g, {}, {}};
+  if (j.is_object())
+    if (auto it = j.find("variants"); it != j.end()) {
+      auto bad = [&](const std::string& what) { return error(errc::parse_error, source + ": " + what); };
+      if (!it->is_array()) throw bad("\"variants\" is not a list of {\"op\", \"implementation\"}");
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        const auto& x = (*it)[k];
+        const auto at = "variants[" + std::to_string(k) + "]";
+        if (!x.is_object() || !x.contains("op") || !x["op"].is_string() || !x.contains("implementation") || !x["implementation"].is_string())
+          throw bad(at + " is not {\"op\": name, \"implementation\": name}");
+        r.variants.push_back({x["op"].get<std::string>(), x["implementation"].get<std::string>()});
+      }
+      try {
+        r.graph = apply_variants(g, r.variants);
+      } catch (const error& e) {
+        throw error(errc::invalid_plan, source + ": " + e.what());
+      }
+    }
+  r.plan = plan_from_json(r.graph, j, source);
+  return r;
+}
+
+inline plan_with_variants read_plan_with_variants(const problem& g, const std::string& path) {
+  return parse_plan_with_variants(g, read_text_file(path), path);
+}
 
 // ---- report ------------------------------------------------------------------------------------------------
 inline json report_to_json(const report& r) {
@@ -413,6 +460,13 @@ inline json report_to_json(const report& r) {
     j["host_peak"] = r.host_peak;
     j["offloader"] = r.offloader;
     j["offload_seconds"] = r.offload_seconds;
+  }
+  if (!r.variants.empty()) {
+    json v = json::object();
+    for (const auto& [name, k] : r.variants) v[name] = k;
+    j["variants"] = std::move(v);
+    j["ops_removed"] = r.ops_removed;
+    if (r.variant_given_peak >= 0) j["variant_given_peak"] = r.variant_given_peak;
   }
   j["verified"] = r.verified;
   j["notes"] = r.notes;

@@ -12,6 +12,7 @@
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/recompute_bound.hpp>
+#include <memplan/core/variants.hpp>
 
 namespace memplan::io {
 
@@ -59,9 +60,31 @@ struct report {
   double makespan = 0.0, compute_time = 0.0, makespan_lower_bound = 0.0, offload_seconds = 0.0;
   std::int64_t host_peak = 0;
   std::string offloader;             // the offloader (empty: none)
+  // Variants taken before planning (core/variants.hpp): how many of each name, the ops no longer needed;
+  // given_peak is then the graph's own given order, before the variants.
+  std::vector<std::pair<std::string, std::int64_t>> variants;
+  std::int64_t ops_removed = 0;
+  std::int64_t variant_given_peak = -1;  // the given order's peak with the variants (-1: none taken)
   bool verified = false;             // memplan::verify accepted the plan
   std::vector<std::string> notes;    // fallbacks, limits hit, in words
 };
+
+// Records the variants a plan's problem took (choose_variants): the report's given peak becomes the
+// graph's own, before them, so `reduction` counts what they saved too.
+inline void set_variants(report& r, const variant_rewrite& v) {
+  if (v.taken.empty()) return;
+  for (const auto& c : v.taken) {
+    auto it = std::find_if(r.variants.begin(), r.variants.end(), [&](const auto& e) { return e.first == c.implementation; });
+    if (it == r.variants.end()) r.variants.emplace_back(c.implementation, 1);
+    else ++it->second;
+  }
+  r.ops_removed = static_cast<std::int64_t>(v.removed_ops.size());
+  if (r.given_peak >= 0) {
+    r.variant_given_peak = r.given_peak;
+    r.given_peak = v.given_peak_before;
+    r.reduction = r.given_peak > 0 ? static_cast<double>(r.given_peak - r.planned_peak) / static_cast<double>(r.given_peak) : 0.0;
+  }
+}
 
 // Records the budget asked for and, for plans that meet it by recomputation alone, the overhead
 // lower bounds at that budget (core/recompute_bound.hpp).
@@ -168,6 +191,17 @@ inline void print_report(std::ostream& os, const report& r) {
      << " in all, " << human_bytes(r.resident_bytes) << " resident\n";
   if (r.given_peak >= 0) os << "given order    peak " << bytes(r.given_peak) << "\n";
   else os << "given order    peak not computed (the given order does not run)\n";
+  if (!r.variants.empty()) {
+    std::int64_t n = 0;
+    std::string names;
+    for (const auto& [name, k] : r.variants) {
+      n += k;
+      names += (names.empty() ? "" : ", ") + name + " " + std::to_string(k);
+    }
+    os << "variants       " << n << " ops on a variant that costs nothing (" << names << "), " << r.ops_removed << " ops no longer needed";
+    if (r.variant_given_peak >= 0) os << "; given order with them: peak " << bytes(r.variant_given_peak);
+    os << "\n";
+  }
   os << "planned        peak " << bytes(r.planned_peak);
   if (r.given_peak > 0) os << ", " << percent(r.reduction) << " below the given order";
   os << "\n";
