@@ -69,3 +69,28 @@ TEST_CASE("default: deterministic with an iteration budget") {
   CHECK(a.order == b.order);
   CHECK(a.peak <= schedule::min_net_growth().run(p).peak);
 }
+
+TEST_CASE("default: with a memory target below every order's peak, the best list order stands (no local search)") {
+  const auto p = make_problem(testing::random_dag(31, {.ops = 400, .max_outputs = 3, .p_workspace = 0.3}));
+  const schedule::default_scheduler d{.time_limit_s = -1, .max_iterations = 20000};
+  const auto free_run = d.run(p);
+  REQUIRE(free_run.peak > free_run.lower_bound);  // a gap, so the local search runs without a target
+  CHECK(free_run.note.find("local_search:") != std::string::npos);
+  plan_context ctx;
+  ctx.budget = free_run.lower_bound - 1;
+  const auto r = d.run(p, ctx);
+  CHECK(r.note.find("local_search skipped: the memory target " + std::to_string(ctx.budget) + " is below every order's peak") !=
+        std::string::npos);
+  // The lowest-peak list order, first on ties, as best_of of the same heuristics gives it.
+  std::int64_t least = -1;
+  for (const auto& h : schedule::default_heuristics(false)) {
+    const auto q = h.run(p);
+    if (least < 0 || q.peak < least) least = q.peak;
+  }
+  if (is_topological(p, given_order(p))) least = std::min(least, peak_of(p, given_order(p)));
+  CHECK(r.peak == least);
+  CHECK(check_topological(p, r.order) == std::nullopt);
+  // A target the order bound allows: the local search runs as before.
+  ctx.budget = free_run.lower_bound;
+  CHECK(d.run(p, ctx).order == free_run.order);
+}
