@@ -213,8 +213,9 @@ inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries =
   auto order = given_order(p);
   if (!is_topological(p, order)) order = topological_order(p);
   const auto n = order.size();
-  // Live bytes per position of `order` (-1: the op is gone); nullopt when `order` does not run in q.
-  auto live_of = [&](const problem& q) -> std::optional<std::vector<std::int64_t>> {
+  // Live bytes per position of `order` (-1: the op is gone). profile() throws when `order` does not
+  // run in q (a variant that reads what is computed later in it).
+  auto live_of = [&](const problem& q) {
     std::vector<std::int64_t> at(n, -1);
     std::vector<op_id> qo;
     std::vector<std::size_t> pos;
@@ -223,7 +224,6 @@ inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries =
         qo.push_back(*o);
         pos.push_back(i);
       }
-    if (!is_topological(q, qo)) return std::nullopt;
     const auto m = profile(q, qo);
     for (std::size_t j = 0; j < qo.size(); ++j) at[pos[j]] = m.live[j];
     return at;
@@ -239,7 +239,7 @@ inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries =
       if (a[i] >= 0 && (cur[i] < 0 || a[i] > cur[i])) return false;
     return sum(a) < sum(cur);
   };
-  auto cur = *live_of(p);
+  auto cur = live_of(p);
   const auto peak = [&](const std::vector<std::int64_t>& v) {
     std::int64_t m = p.resident_bytes();
     for (auto x : v) m = std::max(m, x);
@@ -251,11 +251,11 @@ inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries =
     try {
       auto q = apply_variants(p, trial, &gone);
       auto a = live_of(q);
-      if (!a || !better(*a, cur)) return std::nullopt;
-      cur = std::move(*a);
+      if (!better(a, cur)) return std::nullopt;
+      cur = std::move(a);
       return q;
     } catch (const error&) {
-      return std::nullopt;  // e.g. a variant that would run after its own consumers: not free
+      return std::nullopt;  // a cycle, or `order` does not run with the variant: not free
     }
   };
   std::vector<std::string> gone;
