@@ -371,9 +371,10 @@ struct op_fields {
   double cost = 0.0;
   std::int64_t workspace = 0;
   std::vector<implementation> impls;
+  std::vector<tensor_id> inputs{};  // what it reads (extra reads keep values on the device longer)
 };
 
-// A copy of a problem with each op's cost, workspace and implementations rewritten by
+// A copy of a problem with each op's cost, workspace, implementations and inputs rewritten by
 // edit(const problem& p, op_id o, op_fields& f) (f starts as o's own fields; called in op order) and
 // extra precedence edges (a runs before b) added; tensors, in-place links, names, phases,
 // recomputability, the problem's edges, cost unit and instrumentation kept. Revalidated: throws if an
@@ -389,10 +390,10 @@ problem with_ops(const problem& p, Edit&& edit, std::span<const std::pair<op_id,
     const auto in = p.inputs(o);
     const auto out = p.outputs(o);
     const auto im = p.implementations(o);
-    op_fields f{p.cost(o), p.workspace(o), {im.begin(), im.end()}};
+    op_fields f{p.cost(o), p.workspace(o), {im.begin(), im.end()}, {in.begin(), in.end()}};
     edit(p, o, f);
     for (const auto& v : p.variants(o)) f.impls.push_back(v);  // variants travel unchanged
-    b.add_op(p.op_name(o), {in.begin(), in.end()}, {out.begin(), out.end()}, p.op_type(o), p.phase(o), f.cost, f.workspace,
+    b.add_op(p.op_name(o), std::move(f.inputs), {out.begin(), out.end()}, p.op_type(o), p.phase(o), f.cost, f.workspace,
              std::move(f.impls), p.recomputable(o));
   }
   for (auto [a, c] : p.extra_edges()) b.add_edge(a, c);
