@@ -34,6 +34,14 @@ std::string slurp(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The path of a bundled model (data/models/FILE), or empty, with a message, when it is not bundled.
+std::string bundled_model(const std::string& file) {
+  const auto path = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/" + file;
+  if (fs::exists(path)) return path;
+  MESSAGE("data/models/" << file << " not bundled: skipped");
+  return {};
+}
+
 // A scratch directory per test case, removed at the end.
 struct scratch {
   fs::path dir;
@@ -340,11 +348,8 @@ TEST_CASE("place: a MiniMalloc CSV, offsets written, capacity enforced") {
 }
 
 TEST_CASE("the README's command on a bundled model") {
-  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b32.json.gz";
-  if (!fs::exists(model)) {
-    MESSAGE("data/models/resnet18-train-b32.json.gz not bundled: skipped");
-    return;
-  }
+  const auto model = bundled_model("resnet18-train-b32.json.gz");
+  if (model.empty()) return;
   scratch s;
   const auto r = s.run("plan '" + model + "' --svg '" + s / "heap.svg" + "' --report-json '" + s / "report.json" + "' -o '" +
                        s / "plan.json" + "'");
@@ -438,11 +443,8 @@ TEST_CASE("symbolic: one plan for a batch range from two exports, proved, --batc
 }
 
 TEST_CASE("plan --offloader: a timed plan within the budget, verified, the report has makespan and host peak") {
-  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b1.json.gz";
-  if (!fs::exists(model)) {
-    MESSAGE("data/models/resnet18-train-b1.json.gz not bundled: skipped");
-    return;
-  }
+  const auto model = bundled_model("resnet18-train-b1.json.gz");
+  if (model.empty()) return;
   scratch s;
   const auto free_run = s.run("plan '" + model + "' --scheduler given --offloader none --bandwidth 12e9 --report-json '" + s / "free.json" + "'");
   INFO(free_run.err);
@@ -481,11 +483,8 @@ TEST_CASE("plan --offloader: a timed plan within the budget, verified, the repor
 }
 
 TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhead), frontier writes them as CSV columns") {
-  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/transformer-train-b1.json.gz";
-  if (!fs::exists(model)) {
-    MESSAGE("data/models/transformer-train-b1.json.gz not bundled: skipped");
-    return;
-  }
+  const auto model = bundled_model("transformer-train-b1.json.gz");
+  if (model.empty()) return;
   scratch s;
   const auto full = s.run("plan '" + model + "' --scheduler given --report-json '" + s / "full.json" + "'");
   REQUIRE(full.code == 0);
@@ -512,11 +511,8 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
 }
 
 TEST_CASE("plan takes the variants that cost nothing, names them in the plan, and verify reads them back") {
-  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/mobilenet_v2-train-b1.json.gz";
-  if (!fs::exists(model)) {
-    MESSAGE("data/models/mobilenet_v2-train-b1.json.gz not bundled: skipped");
-    return;
-  }
+  const auto model = bundled_model("mobilenet_v2-train-b1.json.gz");
+  if (model.empty()) return;
   scratch s;
   const auto r = s.run("plan '" + model + "' -o '" + s / "plan.json" + "' --report-json '" + s / "report.json" + "'");
   INFO(r.err);
