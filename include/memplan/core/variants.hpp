@@ -71,7 +71,8 @@ inline bool reaches(const problem& p, op_id from, op_id to) {
 
 // The problem with `taken` applied (see above). The names of the ops no longer needed are appended to
 // *removed. Throws errc::invalid_argument for an op or variant the graph does not have, or an op named
-// twice; errc::invalid_graph for a variant that reads a tensor computed after its op.
+// twice; errc::invalid_graph for a variant that reads a tensor computed after its op (named) or any
+// other cycle the choice makes.
 inline problem apply_variants(const problem& p, std::span<const variant_choice> taken, std::vector<std::string>* removed = nullptr) {
   const auto no = static_cast<std::size_t>(p.num_ops());
   const auto nt = static_cast<std::size_t>(p.num_tensors());
@@ -93,7 +94,7 @@ inline problem apply_variants(const problem& p, std::span<const variant_choice> 
     if (ch >= 0 && ch != k) throw error(errc::invalid_argument, p.describe_op(*o) + " is given two variants");
     ch = k;
   }
-  // Each op's inputs under the choice; a variant may not read what is computed after its op.
+  // Each op's inputs under the choice.
   std::vector<std::vector<tensor_id>> ins(no);
   for (op_id o = 0; o < p.num_ops(); ++o) {
     auto& in = ins[static_cast<std::size_t>(o)];
@@ -105,12 +106,7 @@ inline problem apply_variants(const problem& p, std::span<const variant_choice> 
     const auto& v = p.variants(o)[static_cast<std::size_t>(k)];
     for (const auto& n : v.inputs) {
       const auto t = *p.find_tensor(n);  // the builder checked every name
-      if (std::find(in.begin(), in.end(), t) != in.end()) continue;
-      const auto q = p.producer(t);
-      if (q != no_id && detail::reaches(p, o, q))
-        throw error(errc::invalid_graph, p.describe_op(o) + ": variant '" + v.name + "' reads " + p.describe_tensor(t) + ", which " +
-                                             p.describe_op(q) + " computes after it");
-      in.push_back(t);
+      if (std::find(in.begin(), in.end(), t) == in.end()) in.push_back(t);
     }
   }
   // Ops left without a use.
@@ -183,6 +179,17 @@ inline problem apply_variants(const problem& p, std::span<const variant_choice> 
   try {
     q = b.build();
   } catch (const error& e) {
+    // A cycle: name the variant that reads what its op precedes, when one does (one search per
+    // variant input, only here, not on every rewrite choose_variants tries).
+    for (op_id o = 0; o < p.num_ops(); ++o) {
+      const auto k = chosen[static_cast<std::size_t>(o)];
+      if (k < 0) continue;
+      const auto& v = p.variants(o)[static_cast<std::size_t>(k)];
+      for (auto t : ins[static_cast<std::size_t>(o)])
+        if (const auto w = p.producer(t); w != no_id && detail::reaches(p, o, w))
+          throw error(errc::invalid_graph, p.describe_op(o) + ": variant '" + v.name + "' reads " + p.describe_tensor(t) + ", which " +
+                                               p.describe_op(w) + " computes after it");
+    }
     throw error(e.code(), std::string("with the chosen variants: ") + e.what());
   }
   q.instrument(p.counters());
