@@ -1,9 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <thread>
 
 #include <memplan/core/pipeline.hpp>
+#include <memplan/offload/default_offloader.hpp>
+#include <memplan/place/default_placer.hpp>
 #include <memplan/runtime/executor.hpp>
 #include <memplan/schedule/given.hpp>
 
@@ -139,7 +145,98 @@ TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corru
 }
 
 TEST_CASE("executor: offload/prefetch copy through host staging, freed memory is poisoned") {
-  graph::dataflow_graph g("off");
+  for (const bool thread : {true, false}) {
+    CAPTURE(thread);
+    graph::dataflow_graph g("off");
+    auto x = g.add_tensor("x", 16, tensor_kind::input);
+    auto a = g.add_tensor("a", 16);
+    auto b = g.add_tensor("b", 16);
+    auto y = g.add_tensor("y", 16, tensor_kind::output);
+    g.add_op("f", {x}, {a});
+    g.add_op("h", {x}, {b});
+    g.add_op("k", {a, b}, {y});
+    const auto p = make_problem(g);
+    auto mp = plan(p, schedule::given{} | testing::stack_placer{});
+    // offload a after f, prefetch before k
+    std::vector<step> steps;
+    for (const auto& s : mp.steps) {
+      if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
+      steps.push_back(s);
+      if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
+    }
+    mp.steps = steps;
+    relink(p, mp, /*inherit_offsets=*/true);  // the prefetched a goes back where it was
+    mp.stats.transfer_bytes = 32;
+    REQUIRE(verify(p, mp).ok);
+    runtime::eager_executor eager(p);
+    fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
+    eager.run(mixing_kernel{&p});
+    runtime::executor ex(p, mp, {.poison = true, .copy_thread = thread});
+    fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
+    auto rs = ex.run(mixing_kernel{&p});
+    CHECK(rs.transfer_bytes == 32);
+    const auto ra = survivors(p, [&](tensor_id t) { return eager.tensor_data(t); });
+    const auto rb = survivors(p, [&](tensor_id t) { return ex.tensor_data(t); });
+    CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
+    // b is freed after k: its bytes are the NaN poison now
+    float v;
+    std::memcpy(&v, ex.memory().data() + first_offset(p, mp, 2), 4);
+    CHECK(std::isnan(v));
+  }
+}
+
+TEST_CASE("copy_engine: jobs run in submission order on one thread, and wait rethrows a job's exception") {
+  runtime::copy_engine e;
+  std::vector<int> order;  // written by the copy thread only, read after drain()
+  std::thread::id worker;
+  runtime::copy_engine::ticket last = 0;
+  for (int i = 0; i < 50; ++i)
+    last = e.submit([&, i] {
+      order.push_back(i);
+      worker = std::this_thread::get_id();
+    });
+  CHECK(last == 50);
+  e.wait(last);
+  CHECK(e.completed() == 50);
+  REQUIRE(order.size() == 50);
+  for (int i = 0; i < 50; ++i) CHECK(order[static_cast<std::size_t>(i)] == i);
+  CHECK(worker != std::this_thread::get_id());
+  // A failing copy: wait() rethrows it, the copies queued after it are skipped, the engine goes on.
+  bool ran_after = false;
+  e.submit([] { throw std::runtime_error("copy failed"); });
+  const auto after = e.submit([&] { ran_after = true; });
+  CHECK_THROWS_WITH_AS(e.wait(after), "copy failed", std::runtime_error);
+  CHECK_FALSE(ran_after);
+  bool ran_next = false;
+  e.wait(e.submit([&] { ran_next = true; }));
+  CHECK(ran_next);
+}
+
+namespace {
+// Shared between the compute thread (the kernel) and the copy thread (the backend).
+struct overlap_flags {
+  std::atomic<bool> copy_started{false}, kernel_done{false};
+  bool kernel_saw_copy_in_flight = false, copy_saw_kernel_finish = false;
+};
+bool wait_flag(const std::atomic<bool>& f) {  // bounded: a failure must not hang the test
+  for (int i = 0; i < 10000 && !f.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return f.load();
+}
+// A host backend whose offload copy holds on until the kernel running beside it has finished.
+struct watching_backend : runtime::host_backend {
+  overlap_flags* f = nullptr;
+  void to_host(void* dst, const std::byte* src, std::size_t n) const {
+    f->copy_started = true;
+    f->copy_saw_kernel_finish = wait_flag(f->kernel_done);
+    std::memcpy(dst, src, n);
+  }
+};
+}  // namespace
+
+TEST_CASE("executor: with the copy thread, an offload is in flight while the next op computes") {
+  // f: x -> a, h: x -> b, k: (a, b) -> y; a is offloaded once f has written it and released after h:
+  // its copy runs beside h.
+  graph::dataflow_graph g("overlap");
   auto x = g.add_tensor("x", 16, tensor_kind::input);
   auto a = g.add_tensor("a", 16);
   auto b = g.add_tensor("b", 16);
@@ -149,31 +246,82 @@ TEST_CASE("executor: offload/prefetch copy through host staging, freed memory is
   g.add_op("k", {a, b}, {y});
   const auto p = make_problem(g);
   auto mp = plan(p, schedule::given{} | testing::stack_placer{});
-  // offload a after f, prefetch before k
   std::vector<step> steps;
   for (const auto& s : mp.steps) {
     if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
     steps.push_back(s);
-    if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
+    if (s.kind == step_kind::compute && s.id == 1) steps.push_back({step_kind::offload, 1});
   }
   mp.steps = steps;
-  relink(p, mp, /*inherit_offsets=*/true);  // the prefetched a goes back where it was
+  relink(p, mp, /*inherit_offsets=*/true);
   mp.stats.transfer_bytes = 32;
   REQUIRE(verify(p, mp).ok);
+  overlap_flags flags;
+  watching_backend backend;
+  backend.f = &flags;
+  runtime::executor<watching_backend> ex(p, mp, {.poison = true}, backend);
+  fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
+  const mixing_kernel mix{&p};
+  const auto rs = ex.run([&](op_id o, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte* ws) {
+    if (o == 1) flags.kernel_saw_copy_in_flight = wait_flag(flags.copy_started);
+    mix(o, in, out, ws);
+    if (o == 1) flags.kernel_done = true;
+  });
+  CHECK(flags.kernel_saw_copy_in_flight);
+  CHECK(flags.copy_saw_kernel_finish);
+  CHECK(rs.transfer_bytes == 32);
+  // The same numbers as an eager run.
   runtime::eager_executor eager(p);
   fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
   eager.run(mixing_kernel{&p});
-  runtime::executor ex(p, mp, {.poison = true});
-  fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
-  auto rs = ex.run(mixing_kernel{&p});
-  CHECK(rs.transfer_bytes == 32);
   const auto ra = survivors(p, [&](tensor_id t) { return eager.tensor_data(t); });
   const auto rb = survivors(p, [&](tensor_id t) { return ex.tensor_data(t); });
   CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
-  // b is freed after k: its bytes are the NaN poison now
-  float v;
-  std::memcpy(&v, ex.memory().data() + first_offset(p, mp, 2), 4);
-  CHECK(std::isnan(v));
+}
+
+TEST_CASE("executor: timed offload plans on random DAGs run bitwise equal to eager, copies on the copy thread or inline") {
+  int plans = 0, moving = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    const auto g = float_dag(seed);
+    const auto p = make_problem(g);
+    plan_context ctx;
+    ctx.alignment = 16;
+    ctx.timing.bandwidth = 8.0;  // bytes per cost unit: copies last about as long as ops
+    const auto a0 = plan(p, schedule::given{} | place::default_placer{}, ctx).arena;
+    for (const auto frac : {0.9, 0.75}) {
+      CAPTURE(seed);
+      CAPTURE(frac);
+      ctx.budget = static_cast<std::int64_t>(static_cast<double>(a0) * frac);
+      memory_plan mp;
+      try {
+        mp = plan(p, schedule::given{} | offload::default_offloader{} | place::default_placer{}, ctx);
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);
+        continue;
+      }
+      REQUIRE(mp.timed);
+      ++plans;
+      moving += mp.stats.transfer_bytes > 0;
+      runtime::eager_executor eager(p);
+      fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
+      eager.run(mixing_kernel{&p});
+      eager.run(mixing_kernel{&p});
+      const auto ra = survivors(p, [&](tensor_id t) { return eager.tensor_data(t); });
+      for (const bool thread : {true, false}) {
+        CAPTURE(thread);
+        runtime::executor ex(p, mp, {.poison = true, .copy_thread = thread});
+        fill_resident(p, [&](tensor_id t) { return ex.tensor_data(t); });
+        ex.run(mixing_kernel{&p});
+        const auto rs = ex.run(mixing_kernel{&p});  // twice: the second run starts from the first's state
+        CHECK(rs.transfer_bytes == mp.stats.transfer_bytes);
+        CHECK(rs.high_water <= mp.arena);
+        const auto rb = survivors(p, [&](tensor_id t) { return ex.tensor_data(t); });
+        CHECK(std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
+      }
+    }
+  }
+  MESSAGE(plans << " offload plans, " << moving << " of them moving bytes");
+  CHECK(moving >= 10);
 }
 
 TEST_CASE("arena: bounds are checked and poison is NaN") {

@@ -237,6 +237,7 @@ class plan_kernel {
 struct planned_options {
   bool poison = false;       // NaN-fill the arena and every range the plan frees (runtime::executor)
   bool verify_plan = true;   // off only to show what a corrupted plan does (tests)
+  bool copy_thread = true;   // offload / prefetch copies overlap compute (runtime::executor_options)
 };
 
 // eager_runner's interface, executed under a memory plan: data(t) is the arena view of a resident or
@@ -292,7 +293,7 @@ class planned_runner {
     state(program p, problem b, memory_plan m, planned_options o)
         : prog((validate(p), std::move(p))),
           prob(std::move(b)),
-          ex(prob, checked(std::move(m)), {.poison = o.poison, .verify_plan = o.verify_plan}),
+          ex(prob, checked(std::move(m)), {.poison = o.poison, .verify_plan = o.verify_plan, .copy_thread = o.copy_thread}),
           kernel(prog, prob) {}
     static memory_plan checked(memory_plan m) {
       if (m.alignment <= 0 || m.alignment % plan_alignment != 0)

@@ -4,6 +4,15 @@
 // storage to and from a host staging buffer; `free` releases nothing (the arena is static) but, in
 // debug mode, poisons the freed bytes with NaN so a wrong plan corrupts the numbers.
 //
+// Copies overlap compute (executor_options::copy_thread, the default): offloads and prefetches run on a
+// copy thread (runtime/copy_engine.hpp, the model's one copy engine) in the plan's order. An offload is
+// issued at its copy's start in a timed plan -- before the first op step still running at its `begin`,
+// never before the last step that writes the value -- and, in an untimed plan, right after that step;
+// its `offload` step (where the plan reuses the bytes) waits for it to complete. A prefetch is issued at
+// its step. An op step waits only for copies in flight over bytes it touches: a prefetch of what it
+// reads, or any copy over what it writes (its outputs, its workspace). So the bytes and the order of
+// every kernel are the synchronous run's, and results are bitwise equal to it.
+//
 // A kernel is any callable  void(op_id, std::span<std::byte* const> inputs,
 //                                 std::span<std::byte* const> outputs, std::byte* workspace)
 // receiving pointers in the order of problem::inputs(op) / problem::outputs(op); or, to run the
@@ -13,6 +22,7 @@
 // eager_executor is the reference: every storage gets its own allocation, freed after its last use
 // in the given order -- what an ordinary framework run does.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +38,7 @@
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/runtime/arena.hpp>
+#include <memplan/runtime/copy_engine.hpp>
 
 namespace memplan::runtime {
 
@@ -41,6 +52,9 @@ struct executor_options {
   // Run only plans that memplan::verify accepts. Turning it off exists for one purpose: to show,
   // in tests, what a corrupted plan does to the numbers.
   bool verify_plan = true;
+  // Offload / prefetch copies on a copy thread, overlapping compute (see above); false: each copy
+  // runs on the calling thread at its step, compute waiting for it.
+  bool copy_thread = true;
 };
 
 struct run_stats {
@@ -48,6 +62,7 @@ struct run_stats {
   std::int64_t transfer_bytes = 0;  // bytes copied by offload + prefetch
   std::int64_t recomputed_ops = 0;
   std::int64_t steps = 0;
+  double copy_wait_seconds = 0.0;   // time the computing thread waited for copies (copy_thread)
 };
 
 template <memory_backend Backend = host_backend>
@@ -61,6 +76,7 @@ class executor {
     if (opt_.verify_plan) verify_or_throw(p, plan_);
     staging_.resize(static_cast<std::size_t>(p.num_storages()));
     cur_ = initial_mats(p, plan_);
+    schedule_copies();
     if (opt_.poison) arena_.poison_all();
   }
   executor(const problem&& p, memory_plan plan, executor_options opt = {}, Backend backend = {}) = delete;
@@ -77,19 +93,39 @@ class executor {
     return arena_.at(plan_.mats[static_cast<std::size_t>(m)].offset, p_->storage_bytes(s));
   }
 
-  // One pass over the plan's steps (e.g. one training step).
+  // One pass over the plan's steps (e.g. one training step). Every copy has completed when it returns
+  // (or throws).
   template <kernel_fn K>
   run_stats run(K&& kernel) {
     run_stats rs;
     const auto& p = *p_;
     cur_ = initial_mats(p, plan_);
     on_device_ = initially_on_device(p);
+    const bool async = opt_.copy_thread && !issue_order_.empty();
+    if (async && !engine_) engine_ = std::make_unique<copy_engine>();
+    // A kernel that throws leaves no copy running over the arena.
+    struct drain_on_exit {
+      copy_engine* e;
+      ~drain_on_exit() {
+        if (!e) return;
+        try {
+          e->drain();
+        } catch (...) {  // the run is failing already; its own exception is the one to see
+        }
+      }
+    } guard{async ? engine_.get() : nullptr};
+    inflight_.clear();
+    std::size_t next_copy = 0;
     // Preexisting storages are touched from the start.
     for (std::size_t m = 0; m < cur_.size(); ++m)
       if (cur_[m] >= 0) touch(rs, cur_[m]);
     std::vector<std::byte*> in, out;
-    for (const auto& st : plan_.steps) {
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+      const auto& st = plan_.steps[i];
       ++rs.steps;
+      if (async)
+        for (; next_copy < issue_order_.size() && issue_pos_[next_copy] <= static_cast<std::int32_t>(i); ++next_copy)
+          issue(static_cast<std::size_t>(issue_order_[next_copy]), rs);
       // New materializations of this step (outputs, a prefetched value) become current.
       std::int32_t next = st.mat;
       step_creations(p, st, on_device_, [&](storage_id s, tensor_id) {
@@ -106,6 +142,7 @@ class executor {
           for (auto t : p.outputs(o)) out.push_back(ptr(t));
           std::byte* ws = nullptr;
           const auto wsb = step_workspace(p, st);
+          if (async) wait_for_copies_under(o, wsb > 0 ? st.workspace_offset : -1, wsb, rs);
           if (wsb > 0) {
             ws = arena_.at(st.workspace_offset, wsb);
             rs.high_water = std::max(rs.high_water, st.workspace_offset + wsb);
@@ -118,9 +155,16 @@ class executor {
           break;
         }
         case step_kind::free:
+          if (async && opt_.poison) wait_for_copies_over(current_range(st.tensor()), true, rs);
           release(st.tensor());
           break;
         case step_kind::offload: {
+          if (async) {
+            // The plan reuses the bytes from here on: the copy must be complete.
+            wait_for(tickets_[i], rs);
+            release(st.tensor());
+            break;
+          }
           const auto s = static_cast<std::size_t>(p.storage_of(st.tensor()));
           const auto bytes = p.storage_bytes(p.storage_of(st.tensor()));
           staging_[s].resize(static_cast<std::size_t>(bytes));
@@ -130,6 +174,7 @@ class executor {
           break;
         }
         case step_kind::prefetch: {
+          if (async) break;  // issued above, before this step's materialization
           const auto s = static_cast<std::size_t>(p.storage_of(st.tensor()));
           const auto bytes = p.storage_bytes(p.storage_of(st.tensor()));
           if (bytes > 0) arena_.backend().from_host(tensor_data(st.tensor()), staging_[s].data(), static_cast<std::size_t>(bytes));
@@ -138,10 +183,145 @@ class executor {
         }
       }
     }
+    if (async) {
+      guard.e = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      engine_->drain();
+      rs.copy_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      inflight_.clear();
+    }
     return rs;
   }
 
  private:
+  struct range {
+    std::int64_t offset = 0, bytes = 0;
+  };
+  struct copy_in_flight {
+    copy_engine::ticket ticket = 0;
+    range r;
+    bool writes_device = false;  // a prefetch
+  };
+
+  // When each offload / prefetch is handed to the copy thread (see the header comment): issue_order_
+  // lists the transfer steps in the order they are issued, issue_pos_ the step before which each is.
+  void schedule_copies() {
+    const auto& p = *p_;
+    const auto& steps = plan_.steps;
+    const auto n = steps.size();
+    tickets_.assign(n, 0);
+    std::vector<std::int32_t> last_write(static_cast<std::size_t>(p.num_storages()), -1);
+    struct item {
+      std::int32_t pos;
+      double begin;
+      std::int32_t step;
+    };
+    std::vector<item> items;
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto& st = steps[j];
+      if (runs_op(st.kind)) {
+        for (auto t : p.outputs(st.id)) last_write[static_cast<std::size_t>(p.storage_of(t))] = static_cast<std::int32_t>(j);
+        continue;
+      }
+      if (st.kind == step_kind::free) continue;
+      const auto s = p.storage_of(st.tensor());
+      const auto bytes = p.storage_bytes(s);
+      if (bytes == 0) continue;
+      // Staging is sized here, once: the copy thread never sees it reallocated.
+      staging_[static_cast<std::size_t>(s)].resize(static_cast<std::size_t>(bytes));
+      auto pos = static_cast<std::int32_t>(j);
+      if (st.kind == step_kind::offload) {
+        const auto ready = last_write[static_cast<std::size_t>(s)] + 1;
+        pos = ready;
+        if (plan_.timed) {
+          // The first op step after the value is written that still runs at the copy's start.
+          pos = static_cast<std::int32_t>(j);
+          for (auto k = static_cast<std::size_t>(ready); k < j; ++k)
+            if (runs_op(steps[k].kind) && !time_le(steps[k].end, st.begin)) {
+              pos = static_cast<std::int32_t>(k);
+              break;
+            }
+        }
+      }
+      items.push_back({pos, plan_.timed ? st.begin : 0.0, static_cast<std::int32_t>(j)});
+    }
+    // Deterministic: by issue step, then (timed) the copy's start, then the step.
+    std::sort(items.begin(), items.end(), [](const item& a, const item& b) {
+      if (a.pos != b.pos) return a.pos < b.pos;
+      if (a.begin != b.begin) return a.begin < b.begin;
+      return a.step < b.step;
+    });
+    issue_order_.clear();
+    issue_pos_.clear();
+    for (const auto& it : items) {
+      issue_order_.push_back(it.step);
+      issue_pos_.push_back(it.pos);
+    }
+  }
+
+  // Hands transfer step j to the copy thread.
+  void issue(std::size_t j, run_stats& rs) {
+    const auto& st = plan_.steps[j];
+    const auto s = p_->storage_of(st.tensor());
+    const auto bytes = p_->storage_bytes(s);
+    auto* host = staging_[static_cast<std::size_t>(s)].data();
+    const auto n = static_cast<std::size_t>(bytes);
+    const Backend b = arena_.backend();
+    range r;
+    if (st.kind == step_kind::offload) {
+      const auto m = cur_[static_cast<std::size_t>(s)];
+      if (m < 0)
+        throw error(errc::runtime_error, "executor: offload of '" + p_->tensor_name(st.tensor()) + "', which is not on the device");
+      r = {plan_.mats[static_cast<std::size_t>(m)].offset, bytes};
+      const std::byte* dev = arena_.at(r.offset, bytes);
+      tickets_[j] = engine_->submit([b, host, dev, n] { b.to_host(host, dev, n); });
+    } else {
+      r = {plan_.mats[static_cast<std::size_t>(st.mat)].offset, bytes};
+      std::byte* dev = arena_.at(r.offset, bytes);
+      tickets_[j] = engine_->submit([b, host, dev, n] { b.from_host(dev, host, n); });
+    }
+    inflight_.push_back({tickets_[j], r, st.kind == step_kind::prefetch});
+    rs.transfer_bytes += bytes;
+  }
+
+  void wait_for(copy_engine::ticket t, run_stats& rs) {
+    if (t == 0 || engine_->completed() >= t) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    engine_->wait(t);
+    rs.copy_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // Where storage of tensor t lies now (bytes 0: not on the device).
+  [[nodiscard]] range current_range(tensor_id t) const {
+    const auto s = p_->storage_of(t);
+    const auto m = cur_[static_cast<std::size_t>(s)];
+    if (m < 0) return {};
+    return {plan_.mats[static_cast<std::size_t>(m)].offset, p_->storage_bytes(s)};
+  }
+
+  // Waits for the copies in flight over `r`: every one when the caller writes there, prefetches (which
+  // write) when it only reads.
+  void wait_for_copies_over(range r, bool writes, run_stats& rs) { wait_for(latest_copy_over(r, writes, 0), rs); }
+  copy_engine::ticket latest_copy_over(range r, bool writes, copy_engine::ticket t) {
+    if (r.bytes <= 0) return t;
+    const auto done = engine_->completed();
+    std::erase_if(inflight_, [&](const copy_in_flight& c) { return c.ticket <= done; });
+    for (const auto& c : inflight_)
+      if ((writes || c.writes_device) && c.r.offset < r.offset + r.bytes && r.offset < c.r.offset + c.r.bytes)
+        t = std::max(t, c.ticket);
+    return t;
+  }
+  // Before op o runs: its inputs must have arrived, and no copy may still read or write its outputs'
+  // or workspace's bytes. One wait for the latest such copy (the engine runs them in order).
+  void wait_for_copies_under(op_id o, std::int64_t ws_offset, std::int64_t ws_bytes, run_stats& rs) {
+    if (inflight_.empty()) return;
+    copy_engine::ticket t = 0;
+    for (auto x : p_->inputs(o)) t = latest_copy_over(current_range(x), false, t);
+    for (auto x : p_->outputs(o)) t = latest_copy_over(current_range(x), true, t);
+    if (ws_bytes > 0) t = latest_copy_over({ws_offset, ws_bytes}, true, t);
+    wait_for(t, rs);
+  }
+
   std::byte* ptr(tensor_id t) const {
     if (p_->storage_bytes(p_->storage_of(t)) == 0) return nullptr;  // control / empty tensors
     return tensor_data(t);
@@ -169,6 +349,11 @@ class executor {
   std::vector<std::vector<std::byte>> staging_;
   std::vector<std::int32_t> cur_;
   std::vector<std::uint8_t> on_device_;
+  std::vector<std::int32_t> issue_order_, issue_pos_;
+  std::vector<copy_engine::ticket> tickets_;
+  std::vector<copy_in_flight> inflight_;
+  // Declared after the arena and the staging buffers: destroyed first, so no copy outlives them.
+  std::unique_ptr<copy_engine> engine_;
 };
 
 // The reference run: every storage its own host allocation, freed right after its last use in the
