@@ -9,7 +9,7 @@
 // their data would depend on it). The thread starts at the first submit, so an executor whose plan
 // moves nothing never starts one. std only.
 //
-// Both sides poll for a short while (`spin`, 200 us by default) before they block on a condition
+// Both sides poll for a short while (`spin`, 200 us) before they block on a condition
 // variable: many copies of a training step last microseconds, less than a thread's wake-up from a
 // futex, which would otherwise be paid twice per copy (the copy thread woken to start it, the
 // computing thread woken when it completes).
@@ -31,8 +31,6 @@ class copy_engine {
   using ticket = std::uint64_t;
 
   copy_engine() = default;
-  // How long wait() and the idle copy thread poll before they block.
-  explicit copy_engine(std::chrono::microseconds spin) : spin_(spin) {}
   copy_engine(const copy_engine&) = delete;
   copy_engine& operator=(const copy_engine&) = delete;
   // Finishes the job running, drops the rest (their buffers may be going away) and joins.
@@ -68,7 +66,7 @@ class copy_engine {
 
   // Blocks until job t (and so every job before it) has run; rethrows what a job threw.
   void wait(ticket t) {
-    const auto until = std::chrono::steady_clock::now() + spin_;
+    const auto until = std::chrono::steady_clock::now() + spin;
     while (completed() < t && !failed_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
     }
     std::unique_lock lk(m_);
@@ -87,7 +85,7 @@ class copy_engine {
     for (;;) {
       if (queue_.empty() && !stop_) {  // poll a while before sleeping
         lk.unlock();
-        const auto until = std::chrono::steady_clock::now() + spin_;
+        const auto until = std::chrono::steady_clock::now() + spin;
         while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load(std::memory_order_acquire) &&
                std::chrono::steady_clock::now() < until) {
         }
@@ -118,6 +116,9 @@ class copy_engine {
     }
   }
 
+  // How long wait() and the idle copy thread poll before they block.
+  static constexpr std::chrono::microseconds spin{200};
+
   mutable std::mutex m_;
   std::condition_variable work_, done_;
   std::deque<std::function<void()>> queue_;
@@ -125,7 +126,6 @@ class copy_engine {
   std::atomic<ticket> completed_{0};
   std::atomic<std::size_t> pending_{0};  // queue_.size(), for the copy thread's polling
   std::atomic<bool> failed_{false}, stopping_{false};
-  std::chrono::microseconds spin_{200};
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread thread_;

@@ -167,7 +167,6 @@ class executor {
           }
           const auto s = static_cast<std::size_t>(p.storage_of(st.tensor()));
           const auto bytes = p.storage_bytes(p.storage_of(st.tensor()));
-          staging_[s].resize(static_cast<std::size_t>(bytes));
           if (bytes > 0) arena_.backend().to_host(staging_[s].data(), tensor_data(st.tensor()), static_cast<std::size_t>(bytes));
           rs.transfer_bytes += bytes;
           release(st.tensor());
@@ -227,7 +226,7 @@ class executor {
       const auto s = p.storage_of(st.tensor());
       const auto bytes = p.storage_bytes(s);
       if (bytes == 0) continue;
-      // Staging is sized here, once: the copy thread never sees it reallocated.
+      // Staging is sized here, once (both modes): the copy thread never sees it reallocated.
       staging_[static_cast<std::size_t>(s)].resize(static_cast<std::size_t>(bytes));
       auto pos = static_cast<std::int32_t>(j);
       if (st.kind == step_kind::offload) {
