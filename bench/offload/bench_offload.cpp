@@ -10,7 +10,7 @@
 // Costs of the exports are roofline seconds (meta.cost_unit = seconds); --device-flops matters only
 // for graphs whose costs are FLOPs.
 //
-// Usage: memplan_bench_offload [--quick] [--points N] [--bandwidth B] [--only SUBSTRING]
+// Usage: memplan_bench_offload [--quick] [--points N] [--bandwidth B] [--only SUBSTRING] [--figure-only]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,6 +52,7 @@ struct options {
   int points = 8;
   double bandwidth = 12e9, device_flops = 15e12;
   std::string only;
+  bool figure_only = false;  // Fig. 4 only, not the real exports at 0.7x / 0.5x
 };
 
 void figure4(const std::string& file, const options& o) {
@@ -136,8 +137,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--points") && i + 1 < argc) o.points = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--bandwidth") && i + 1 < argc) o.bandwidth = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) o.only = argv[++i];
+    else if (!std::strcmp(argv[i], "--figure-only")) o.figure_only = true;
     else {
-      std::fprintf(stderr, "usage: memplan_bench_offload [--quick] [--points N] [--bandwidth B] [--only SUBSTRING]\n");
+      std::fprintf(stderr, "usage: memplan_bench_offload [--quick] [--points N] [--bandwidth B] [--only SUBSTRING] [--figure-only]\n");
       return 2;
     }
   }
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
   std::printf("== Fig. 4: makespan / lower bound against the memory limit ==\n");
   for (const auto* name : {"resnet50-train-b32", "densenet121-train-b32", "inception_v3-train-b32"})
     if (o.only.empty() || std::string(name).find(o.only) != std::string::npos) figure4((models / (std::string(name) + ".json.gz")).string(), o);
+  if (o.figure_only) return 0;
   std::printf("\n== real training exports at 0.7x and 0.5x of the no-offload peak ==\n");
   std::vector<std::string> reals = o.quick ? std::vector<std::string>{"resnet18-train-b32"}
                                            : std::vector<std::string>{"resnet18-train-b32", "resnet50-train-b32", "vgg16-train-b32",

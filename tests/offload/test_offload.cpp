@@ -129,6 +129,82 @@ TEST_CASE("offload policies on random chains: verified, within the budget, above
   CHECK(ratio["refined"].size() == ratio["greedy"].size());
 }
 
+namespace {
+// Beaumont et al.'s Prop. 3 in the form memplan used before stop 30, for comparison: for each tick k
+// over the target, prefix(first producer + 1) + 2 D_k / B + seconds from the latest use after the gaps.
+double prop3_bound(const offload::tick_model& m, std::int64_t target) {
+  double lb = m.compute_time;
+  for (std::int32_t k = 0; k < m.ticks(); ++k) {
+    const auto d = offload::excess_at(m, k, target);
+    if (d == 0) continue;
+    std::int32_t first = m.ticks(), last = -1;
+    for (const auto& c : m.candidates)
+      if (c.before < k && k < c.after) {
+        first = std::min(first, c.produced);
+        last = std::max(last, c.after);
+      }
+    lb = std::max(lb, m.between(0, first + 1) + 2.0 * static_cast<double>(d) / m.timing.bandwidth + m.between(last, m.ticks()));
+  }
+  return lb;
+}
+}  // namespace
+
+TEST_CASE("offload::makespan_lower_bound charges the copies no compute hides: valid against brute force, tighter than Prop. 3's form") {
+  // The teaching chain (examples/offload_chain.cpp): 5 layers, 1 MiB activations, 1 ms forward and
+  // 2 ms backward ops, 1 GiB/s, at 3.5 MiB. While B3 runs (4.5 MiB live) x1 must be away; B2, right
+  // after B3, reads it, so its prefetch starts when B3 ends and B2 waits for the whole copy: the bound
+  // is the 15 ms of compute plus one 1 MiB copy. Prop. 3's form gave the compute time alone.
+  const std::int64_t MiB = 1 << 20;
+  testing::chain_spec spec;
+  spec.x.assign(6, MiB);
+  spec.g.assign(6, MiB / 4);
+  spec.uf.assign(5, 1e-3);
+  spec.ub.assign(5, 2e-3);
+  const auto chain = make_problem(testing::offload_chain(spec, "teaching"));
+  const auto tl = given_timeline(chain);
+  const auto m = offload::make_model(chain, tl, {.bandwidth = 1024.0 * MiB});
+  const auto target = 7 * MiB / 2;
+  const auto lb = offload::makespan_lower_bound(m, target);
+  CHECK(lb == doctest::Approx(15e-3 + 1.0 / 1024).epsilon(1e-12));
+  CHECK(prop3_bound(m, target) == doctest::Approx(15e-3).epsilon(1e-12));
+  plan_context tc;
+  tc.timing.bandwidth = 1024.0 * MiB;
+  tc.memory_target = target;
+  const auto best = offload::brute_force{}.run(chain, tl, tc);
+  CHECK(best.peak <= target);
+  CHECK(best.makespan >= lb - 1e-12);
+  // Random chains at four targets each: never above the brute-force optimum, never below Prop. 3's form.
+  int cases = 0, tighter = 0, exact = 0, old_exact = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 4 + seed % 5), "chain" + std::to_string(seed)));
+    const auto t0 = given_timeline(p);
+    const double bw = 4.0 + static_cast<double>(seed % 3) * 6.0;
+    const auto mm = offload::make_model(p, t0, {.bandwidth = bw});
+    const auto peak = t0.peak, least = offload::least_peak(mm);
+    for (double f : {0.0, 0.3, 0.6, 0.9}) {
+      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
+      CAPTURE(seed);
+      CAPTURE(budget);
+      plan_context c;
+      c.timing.bandwidth = bw;
+      c.memory_target = budget;
+      const auto opt = offload::brute_force{}.run(p, t0, c);
+      REQUIRE(opt.peak <= budget);
+      const auto b = offload::makespan_lower_bound(mm, budget);
+      const auto old = prop3_bound(mm, budget);
+      CHECK(b <= opt.makespan + 1e-9);
+      CHECK(b >= old - 1e-9);
+      ++cases;
+      tighter += b > old + 1e-9;
+      exact += b >= opt.makespan - 1e-9;
+      old_exact += old >= opt.makespan - 1e-9;
+    }
+  }
+  MESSAGE(cases << " chain instances: the bound is above Prop. 3's form on " << tighter << ", equal to the optimum on " << exact
+                 << " (Prop. 3's form: " << old_exact << ")");
+  CHECK(tighter > 0);
+}
+
 TEST_CASE("Beaumont Fig. 3 (2-partition): makespan 2 exactly when the values split in two halves") {
   // x_1..x_n = u, then F_{n+1} (0 s) -> 0 B, F_{n+2} (1 s) -> 0 B, F_{n+3} -> V, F_{n+4} -> 0 B; B_{n+2} lasts 1 s;
   // bandwidth V bytes per second, budget 2V: the values offloaded during F_{n+2} must be exactly V.
