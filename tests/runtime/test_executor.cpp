@@ -92,6 +92,36 @@ std::vector<std::byte> survivors(const problem& p, const std::function<std::byte
     }
   return r;
 }
+
+// f: x -> a, h: x -> b, k: (a, b) -> y, `bytes` each.
+problem three_ops(std::int64_t bytes = 16) {
+  graph::dataflow_graph g("three_ops");
+  auto x = g.add_tensor("x", bytes, tensor_kind::input);
+  auto a = g.add_tensor("a", bytes);
+  auto b = g.add_tensor("b", bytes);
+  auto y = g.add_tensor("y", bytes, tensor_kind::output);
+  g.add_op("f", {x}, {a});
+  g.add_op("h", {x}, {b});
+  g.add_op("k", {a, b}, {y});
+  return make_problem(g);
+}
+
+// three_ops' given order with a (tensor 1) offloaded after op `after` (f or h) and prefetched before
+// k, back at its offset; verified.
+memory_plan offloading_a(const problem& p, op_id after) {
+  auto mp = plan(p, schedule::given{} | testing::stack_placer{});
+  std::vector<step> steps;
+  for (const auto& s : mp.steps) {
+    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
+    steps.push_back(s);
+    if (s.kind == step_kind::compute && s.id == after) steps.push_back({step_kind::offload, 1});
+  }
+  mp.steps = steps;
+  relink(p, mp, /*inherit_offsets=*/true);
+  mp.stats.transfer_bytes = 32;
+  REQUIRE(verify(p, mp).ok);
+  return mp;
+}
 }  // namespace
 
 TEST_CASE("executor: a planned run reproduces the eager run bit for bit, and touches exactly the arena") {
@@ -117,15 +147,7 @@ TEST_CASE("executor: a planned run reproduces the eager run bit for bit, and tou
 }
 
 TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corrupts the numbers under poisoning") {
-  graph::dataflow_graph g("overlap");
-  auto x = g.add_tensor("x", 64, tensor_kind::input);
-  auto a = g.add_tensor("a", 64);
-  auto b = g.add_tensor("b", 64);
-  auto y = g.add_tensor("y", 64, tensor_kind::output);
-  g.add_op("f", {x}, {a});
-  g.add_op("h", {x}, {b});
-  g.add_op("k", {a, b}, {y});
-  const auto p = make_problem(g);
+  const auto p = three_ops(64);
   auto good = plan(p, schedule::given{} | testing::stack_placer{});
   auto bad = good;
   bad.mats[static_cast<std::size_t>(first_mat(bad, p.storage_of(2)))].offset =
@@ -145,29 +167,10 @@ TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corru
 }
 
 TEST_CASE("executor: offload/prefetch copy through host staging, freed memory is poisoned") {
+  const auto p = three_ops();
+  const auto mp = offloading_a(p, 0);  // offload a after f, prefetch before k
   for (const bool thread : {true, false}) {
     CAPTURE(thread);
-    graph::dataflow_graph g("off");
-    auto x = g.add_tensor("x", 16, tensor_kind::input);
-    auto a = g.add_tensor("a", 16);
-    auto b = g.add_tensor("b", 16);
-    auto y = g.add_tensor("y", 16, tensor_kind::output);
-    g.add_op("f", {x}, {a});
-    g.add_op("h", {x}, {b});
-    g.add_op("k", {a, b}, {y});
-    const auto p = make_problem(g);
-    auto mp = plan(p, schedule::given{} | testing::stack_placer{});
-    // offload a after f, prefetch before k
-    std::vector<step> steps;
-    for (const auto& s : mp.steps) {
-      if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
-      steps.push_back(s);
-      if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
-    }
-    mp.steps = steps;
-    relink(p, mp, /*inherit_offsets=*/true);  // the prefetched a goes back where it was
-    mp.stats.transfer_bytes = 32;
-    REQUIRE(verify(p, mp).ok);
     runtime::eager_executor eager(p);
     fill_resident(p, [&](tensor_id t) { return eager.tensor_data(t); });
     eager.run(mixing_kernel{&p});
@@ -236,26 +239,8 @@ struct watching_backend : runtime::host_backend {
 TEST_CASE("executor: with the copy thread, an offload is in flight while the next op computes") {
   // f: x -> a, h: x -> b, k: (a, b) -> y; a is offloaded once f has written it and released after h:
   // its copy runs beside h.
-  graph::dataflow_graph g("overlap");
-  auto x = g.add_tensor("x", 16, tensor_kind::input);
-  auto a = g.add_tensor("a", 16);
-  auto b = g.add_tensor("b", 16);
-  auto y = g.add_tensor("y", 16, tensor_kind::output);
-  g.add_op("f", {x}, {a});
-  g.add_op("h", {x}, {b});
-  g.add_op("k", {a, b}, {y});
-  const auto p = make_problem(g);
-  auto mp = plan(p, schedule::given{} | testing::stack_placer{});
-  std::vector<step> steps;
-  for (const auto& s : mp.steps) {
-    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
-    steps.push_back(s);
-    if (s.kind == step_kind::compute && s.id == 1) steps.push_back({step_kind::offload, 1});
-  }
-  mp.steps = steps;
-  relink(p, mp, /*inherit_offsets=*/true);
-  mp.stats.transfer_bytes = 32;
-  REQUIRE(verify(p, mp).ok);
+  const auto p = three_ops();
+  const auto mp = offloading_a(p, 1);
   overlap_flags flags;
   watching_backend backend;
   backend.f = &flags;
