@@ -1,8 +1,10 @@
 // GPU test (label gpu): the executor on a CUDA arena reproduces the host arena bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <memplan/core/pipeline.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
@@ -82,4 +84,51 @@ TEST_CASE("cuda backend: a replaying resource serves a recorded trace from one d
   }
   CHECK(mem.stats().hits == 6);
   CHECK(mem.stats().misses == 0);
+}
+
+TEST_CASE("cuda backend: offload and prefetch on the copy stream wait for the kernels submitted before them") {
+  if (runtime::cuda_device_count() == 0) {
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  // f writes a, h writes b, k reads a and b. a is offloaded right after f and prefetched before k.
+  // The kernels are cudaMemsetAsync / cudaMemcpyAsync on the legacy default stream: they return before
+  // they run, so an offload that did not wait for f's work would copy the arena's NaN poison instead.
+  constexpr std::int64_t bytes = std::int64_t{64} << 20;
+  graph::dataflow_graph g("cuda-offload");
+  auto x = g.add_tensor("x", bytes, tensor_kind::input);
+  auto a = g.add_tensor("a", bytes);
+  auto b = g.add_tensor("b", bytes);
+  auto y = g.add_tensor("y", bytes, tensor_kind::output);
+  g.add_op("f", {x}, {a});
+  g.add_op("h", {x}, {b});
+  g.add_op("k", {a, b}, {y});
+  const auto p = make_problem(g);
+  auto mp = plan(p, schedule::given{} | testing::stack_placer{}, {.alignment = 256});
+  std::vector<step> steps;
+  for (const auto& s : mp.steps) {
+    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
+    steps.push_back(s);
+    if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
+  }
+  mp.steps = steps;
+  relink(p, mp, /*inherit_offsets=*/true);
+  mp.stats.transfer_bytes = 2 * bytes;
+  REQUIRE(verify(p, mp).ok);
+  const auto n = static_cast<std::size_t>(bytes);
+  for (const bool thread : {true, false}) {
+    CAPTURE(thread);
+    runtime::executor<runtime::cuda_backend> ex(p, mp, {.poison = true, .copy_thread = thread});
+    for (int step = 0; step < 3; ++step) {
+      auto rs = ex.run([&](op_id o, std::span<std::byte* const> in, std::span<std::byte* const> out, std::byte*) {
+        if (o == 0) REQUIRE(cudaMemsetAsync(out[0], 0x11, n, cudaStreamLegacy) == cudaSuccess);
+        if (o == 1) REQUIRE(cudaMemsetAsync(out[0], 0x22, n, cudaStreamLegacy) == cudaSuccess);
+        if (o == 2) REQUIRE(cudaMemcpyAsync(out[0], in[0], n, cudaMemcpyDeviceToDevice, cudaStreamLegacy) == cudaSuccess);
+      });
+      CHECK(rs.transfer_bytes == 2 * bytes);
+      std::vector<unsigned char> back(n);
+      ex.memory().backend().to_host(back.data(), ex.tensor_data(3), n);
+      CHECK(std::count(back.begin(), back.end(), static_cast<unsigned char>(0x11)) == bytes);
+    }
+  }
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/error.hpp>
@@ -49,6 +50,54 @@ concept memory_backend = requires(const Backend& b, std::byte* p, const std::byt
   b.from_host(p, ch, n);
   b.poison(p, n, n);
 };
+
+// Optional: a backend that allocates the host staging of offloaded values itself, e.g. page-locked
+// memory, so that the copies are DMA transfers that can overlap kernels (cuda_backend). Without these
+// members the executor stages in ordinary heap memory.
+template <class Backend>
+concept host_staging_backend = memory_backend<Backend> && requires(const Backend& b, std::byte* p, std::size_t n) {
+  { b.allocate_host(n) } -> std::same_as<std::byte*>;
+  b.deallocate_host(p, n);
+};
+
+namespace detail {
+// One host staging buffer of n bytes, from the backend's host allocator when it has one.
+template <memory_backend Backend>
+class staging_block {
+ public:
+  staging_block() = default;
+  staging_block(std::size_t n, const Backend& b) : b_(b), n_(n) {
+    if constexpr (host_staging_backend<Backend>) p_ = b_.allocate_host(n);
+    else p_ = static_cast<std::byte*>(::operator new(n == 0 ? 1 : n));
+  }
+  staging_block(staging_block&& o) noexcept : b_(o.b_), p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  staging_block& operator=(staging_block&& o) noexcept {
+    if (this != &o) {
+      release();
+      b_ = o.b_;
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  staging_block(const staging_block&) = delete;
+  staging_block& operator=(const staging_block&) = delete;
+  ~staging_block() { release(); }
+  [[nodiscard]] std::byte* data() const noexcept { return p_; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+
+ private:
+  void release() noexcept {
+    if (!p_) return;
+    if constexpr (host_staging_backend<Backend>) b_.deallocate_host(p_, n_);
+    else ::operator delete(p_);
+    p_ = nullptr;
+  }
+  Backend b_{};
+  std::byte* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+}  // namespace detail
 
 template <memory_backend Backend = host_backend>
 class arena {

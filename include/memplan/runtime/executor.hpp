@@ -227,7 +227,8 @@ class executor {
       const auto bytes = p.storage_bytes(s);
       if (bytes == 0) continue;
       // Staging is sized here, once (both modes): the copy thread never sees it reallocated.
-      staging_[static_cast<std::size_t>(s)].resize(static_cast<std::size_t>(bytes));
+      auto& buf = staging_[static_cast<std::size_t>(s)];
+      if (buf.size() != static_cast<std::size_t>(bytes)) buf = detail::staging_block<Backend>(static_cast<std::size_t>(bytes), arena_.backend());
       auto pos = static_cast<std::int32_t>(j);
       if (st.kind == step_kind::offload) {
         const auto ready = last_write[static_cast<std::size_t>(s)] + 1;
@@ -300,11 +301,17 @@ class executor {
 
   // Waits for the copies in flight over `r`: every one when the caller writes there, prefetches (which
   // write) when it only reads.
-  void wait_for_copies_over(range r, bool writes, run_stats& rs) { wait_for(latest_copy_over(r, writes, 0), rs); }
-  copy_engine::ticket latest_copy_over(range r, bool writes, copy_engine::ticket t) {
-    if (r.bytes <= 0) return t;
+  void wait_for_copies_over(range r, bool writes, run_stats& rs) {
+    prune_copies();
+    wait_for(latest_copy_over(r, writes, 0), rs);
+  }
+  // Forgets the copies the engine has completed (once per query, before the range scans).
+  void prune_copies() {
     const auto done = engine_->completed();
     std::erase_if(inflight_, [&](const copy_in_flight& c) { return c.ticket <= done; });
+  }
+  copy_engine::ticket latest_copy_over(range r, bool writes, copy_engine::ticket t) const {
+    if (r.bytes <= 0) return t;
     for (const auto& c : inflight_)
       if ((writes || c.writes_device) && c.r.offset < r.offset + r.bytes && r.offset < c.r.offset + c.r.bytes)
         t = std::max(t, c.ticket);
@@ -314,6 +321,7 @@ class executor {
   // or workspace's bytes. One wait for the latest such copy (the engine runs them in order).
   void wait_for_copies_under(op_id o, std::int64_t ws_offset, std::int64_t ws_bytes, run_stats& rs) {
     if (inflight_.empty()) return;
+    prune_copies();
     copy_engine::ticket t = 0;
     for (auto x : p_->inputs(o)) t = latest_copy_over(current_range(x), false, t);
     for (auto x : p_->outputs(o)) t = latest_copy_over(current_range(x), true, t);
@@ -345,7 +353,7 @@ class executor {
   memory_plan plan_;
   executor_options opt_;
   arena<Backend> arena_;
-  std::vector<std::vector<std::byte>> staging_;
+  std::vector<detail::staging_block<Backend>> staging_;  // host copies of offloaded values (per storage)
   std::vector<std::int32_t> cur_;
   std::vector<std::uint8_t> on_device_;
   std::vector<std::int32_t> issue_order_, issue_pos_;
