@@ -716,6 +716,7 @@ def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
             o["recomputable"] = False
 
     n_variants = add_output_activated_variants(ops, tensor_of)
+    n_cat_variants = add_concatenation_variants(ops, tensor_of)
 
     out_node = [n for n in nodes if n.op == "output"][0]
     results = [a for a in _flatten(list(out_node.args)) if isinstance(a, Node)]
@@ -729,8 +730,8 @@ def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
     meta = dict(meta)
     if dropped:
         meta["dropped_ops"] = dropped
-    if n_variants:
-        meta["variants"] = {"output_activated": n_variants}
+    if n_variants or n_cat_variants:
+        meta["variants"] = {k: v for k, v in (("output_activated", n_variants), ("from_concatenation", n_cat_variants)) if v}
     if boundaries.get("fallback_kernels"):
         meta["fallback_kernels"] = boundaries["fallback_kernels"]
     return {"format": "memplan-graph", "version": 1, "name": graph_name, "meta": meta,
@@ -761,6 +762,45 @@ def add_output_activated_variants(ops, tensor_of):
             continue  # y must still hold the activation's output when the backward runs
         o.setdefault("implementations", []).append(
             {"name": "output_activated", "cost": o.get("cost", 0), "workspace": o.get("workspace", 0), "inputs": [grad, ys[0]]})
+        n += 1
+    return n
+
+
+# Elementwise backward ops whose saved tensor may be read through any view of the same values.
+ELEMENTWISE_BACKWARD = {"aten.threshold_backward", "aten.hardtanh_backward"}
+
+
+def add_concatenation_variants(ops, tensor_of):
+    """A variant (docs/format.md, implementations[].inputs) of an elementwise activation backward
+    (threshold_backward: ReLU; hardtanh_backward: ReLU6) whose saved tensor r is also an input of a
+    forward cat: the cat's output c holds r's values in a slice, so the op may read that slice of c
+    instead, bit for bit (the mask grad * (r > 0) is computed from the same numbers). Then r is no
+    longer needed after the cat (GoogLeNet's and Inception's branch outputs, SqueezeNet's expand
+    outputs: each block's activations were saved twice, once in the cat). The cost and workspace are
+    the op's own (it reads the slice, as many bytes as r). Neither r nor c may be overwritten in place
+    (the versions read must be the ones the cat read and wrote). Not free in every order: c then
+    lives until the last of these backward ops, where r's share of it would have been freed earlier,
+    so memplan takes it where the plan at the budget is better for it (core/variants.hpp). Returns
+    how many ops got one."""
+    overwritten = {t["inplace_of"] for t in tensor_of.values() if t.get("inplace_of")}
+    cats_reading = {}
+    for o in ops:
+        if o["op"] == "aten.cat" and o["phase"] == "forward" and len(o["outputs"]) == 1:
+            for t in set(o["inputs"]):
+                cats_reading.setdefault(t, []).append(o)
+    n = 0
+    for o in ops:
+        if o["op"] not in ELEMENTWISE_BACKWARD or len(o["inputs"]) != 2:
+            continue
+        grad, saved = o["inputs"]
+        cats = cats_reading.get(saved, [])
+        if len(cats) != 1 or saved in overwritten or cats[0]["outputs"][0] in overwritten:
+            continue
+        if any("inputs" in v for v in o.get("implementations", [])):
+            continue  # one variant per op (hardtanh_backward may read its output already)
+        o.setdefault("implementations", []).append(
+            {"name": "from_concatenation", "cost": o.get("cost", 0), "workspace": o.get("workspace", 0),
+             "inputs": [grad, cats[0]["outputs"][0]]})
         n += 1
     return n
 

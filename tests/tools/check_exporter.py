@@ -9,7 +9,9 @@ left in the graph, the loss a scalar output, the first convolution's cost by han
 FLOPs), batch norm split into a normalization and a running-statistics update per nn.BatchNorm2d,
 the convolution algorithm model (defaults, workspaces by hand, admission rules), dropout's random
 ops not recomputable, an inference graph without backward, update or labels, and MobileNet-V2's
-output-activated hardtanh_backward variants (exact: checked bit for bit with PyTorch).
+output-activated hardtanh_backward variants (exact: checked bit for bit with PyTorch), and
+SqueezeNet's from_concatenation variants (a ReLU backward reading its slice of the cat instead of
+the branch output it saved).
 """
 
 import os
@@ -222,6 +224,30 @@ def main(argv):
     b = torch.ops.aten.hardtanh_backward(grad, torch.nn.functional.hardtanh(x, 0.0, 6.0), 0.0, 6.0)
     check(torch.equal(a.view(torch.int32), b.view(torch.int32)),
           "hardtanh_backward from the output equals it from the input bit for bit (0, 6, NaN and infinities included)")
+
+    # A ReLU backward may read its saved branch output's slice of the concatenation that read it
+    g, T = export("squeezenet1_0-train-b1.json", "--model", "squeezenet1_0", "--batch", "1")
+    prod = {t: o for o in g["ops"] for t in o["outputs"]}
+    good = 0
+    for o in g["ops"]:
+        vs = [x for x in o.get("implementations", []) if "inputs" in x]
+        if o["op"] != "aten.threshold_backward" or len(vs) != 1:
+            continue
+        v = vs[0]
+        grad, saved = o["inputs"]
+        cat = prod.get(v["inputs"][1])
+        good += (v["name"] == "from_concatenation" and v["inputs"][0] == grad and v["cost"] == o["cost"]
+                 and cat is not None and cat["op"] == "aten.cat" and cat["phase"] == "forward" and saved in cat["inputs"]
+                 and T[saved].get("inplace_of") is not None and T[v["inputs"][1]].get("inplace_of") is None)
+    # 8 fire modules x 2 expand ReLUs: each saved output is an input of the module's cat
+    check(good == 16 and g["meta"].get("variants") == {"from_concatenation": 16},
+          "squeezenet1_0: the 16 expand ReLUs' threshold_backward have a from_concatenation variant reading the cat")
+    a1, a2 = torch.relu(torch.randn(2, 3, 4, 4)), torch.relu(torch.randn(2, 5, 4, 4))
+    c = torch.cat([a1, a2], 1)
+    grad = torch.randn_like(a2)
+    check(torch.equal(torch.ops.aten.threshold_backward(grad, a2, 0.0),
+                      torch.ops.aten.threshold_backward(grad, c[:, 3:], 0.0)),
+          "threshold_backward from the concatenation's slice equals it from the branch output")
 
     r = subprocess.run([sys.executable, os.path.join(tools, "export_torch.py"), "--model", "no_such_model",
                         "-o", os.path.join(out, "x.json")], capture_output=True, text=True)
