@@ -22,6 +22,7 @@
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/plan_variants.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/dot.hpp>
 #include <memplan/io/json.hpp>
@@ -91,10 +92,7 @@ int run_plan(const plan_args& a) {
                                                                                      : "default");
   if (a.offloader.empty() && (!a.bandwidth.empty() || !a.device_flops.empty() || !a.host_limit.empty()))
     throw error(errc::invalid_argument, "--bandwidth, --device-flops and --host-limit need --offloader NAME");
-  // Variants that cost nothing (core/variants.hpp) are taken before planning, unless --implementations own.
-  const auto vr = a.implementations == "own" ? variant_rewrite{io::read_graph(a.graph), {}, {}, 0, 0, {}}
-                                             : choose_variants(io::read_graph(a.graph));
-  const auto& p = vr.rewritten;
+  const auto graph = io::read_graph(a.graph);
   plan_context ctx;
   ctx.progress = cli::progress_printer(a.verbose, a.quiet);
   ctx.alignment = a.alignment;
@@ -110,8 +108,21 @@ int run_plan(const plan_args& a) {
   if (!a.device_flops.empty()) ctx.timing.device_flops = parse_rate(a.device_flops, "--device-flops");
   if (!a.host_limit.empty()) ctx.timing.host_limit = parse_bytes(a.host_limit, "--host-limit");
   const auto t0 = std::chrono::steady_clock::now();
-  auto mp = a.offloader.empty() ? memplan::plan(p, sched | ckpt | placer, ctx)
-                                : memplan::plan(p, sched | ckpt | offloaders().make(a.offloader) | placer, ctx);
+  auto make_plan = [&](const problem& q) {
+    auto c = ctx;
+    c.cache = nullptr;  // each rewrite its own analyses
+    return a.offloader.empty() ? memplan::plan(q, sched | ckpt | placer, c)
+                               : memplan::plan(q, sched | ckpt | offloaders().make(a.offloader) | placer, c);
+  };
+  // Variants (core/variants.hpp), unless --implementations own: those that cost nothing at any step,
+  // and those that only keep the given order's peak where the plan is better with them
+  // (core/plan_variants.hpp: both planned when they differ).
+  auto vp = a.implementations == "own" ? variant_plan{variant_rewrite{graph, {}, {}, 0, 0, {}}, make_plan(graph), {}}
+                                       : plan_choosing_variants(graph, make_plan);
+  const auto& vr = vp.variants;
+  const auto& p = vr.rewritten;
+  auto& mp = vp.plan;
+  if (!vp.note.empty()) mp.stats.notes.push_back(vp.note);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (capacity >= 0 && mp.arena > capacity)
     throw error(errc::infeasible, "the plan needs an arena of " + std::to_string(mp.arena) + " bytes, above --capacity " +
@@ -304,8 +315,8 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--implementations", pa.implementations,
                    "for ops that list implementation alternatives: no-slower (each op on the least-workspace one no slower than its "
                    "own, then on faster ones that fit within that peak; and variants that read other tensors, such as an "
-                   "output-activated backward, where they cost nothing: docs/monet.md) or own (every op on its own, the "
-                   "graph as given)")
+                   "output-activated backward: those that cost nothing, and those that keep the peak where the plan is "
+                   "better with them: docs/monet.md) or own (every op on its own, the graph as given)")
       ->check(CLI::IsMember({"own", "no-slower"}))
       ->capture_default_str();
   plan->add_option("-o,--output", pa.output, "write the plan as JSON (docs/format.md, plan file)");

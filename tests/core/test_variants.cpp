@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include <memplan/schedule/given.hpp>
 
 #include "../property/training_dag.hpp"
+#include "random_variants.hpp"
 
 using namespace memplan;
 
@@ -188,26 +188,7 @@ TEST_CASE("choose_variants on random training graphs with random variants: the g
   int graphs = 0, with_taken = 0, taken = 0, removed = 0;
   for (std::uint64_t seed = 1; seed <= 80; ++seed) {
     const auto base = testing::training_dag(seed, {.p_huge = 0.0});
-    // Variants for backward ops: one input swapped for a tensor computed earlier in the given order
-    // (or resident), at the same cost or a little more; in-place bases are kept.
-    std::mt19937_64 rng(seed * 7919);
-    auto pick = [&](std::int64_t n) { return std::uniform_int_distribution<std::int64_t>(0, n - 1)(rng); };
-    const auto p = with_ops(base, [&](const problem& g, op_id o, op_fields& f) {
-      if (g.phase(o) != op_phase::backward || g.inputs(o).empty() || pick(2) == 0) return;
-      std::vector<tensor_id> earlier;
-      for (tensor_id t = 0; t < g.num_tensors(); ++t)
-        if ((g.producer(t) == no_id || g.producer(t) < o) && g.bytes(t) > 0) earlier.push_back(t);
-      if (earlier.empty()) return;
-      std::vector<std::string> ins;
-      for (auto t : g.inputs(o)) ins.push_back(g.tensor_name(t));
-      auto& slot = ins[static_cast<std::size_t>(pick(static_cast<std::int64_t>(ins.size())))];
-      bool base_of_output = false;
-      for (auto t : g.outputs(o))
-        if (g.inplace_of(t) != no_id && g.tensor_name(g.inplace_of(t)) == slot) base_of_output = true;
-      if (base_of_output) return;
-      slot = g.tensor_name(earlier[static_cast<std::size_t>(pick(static_cast<std::int64_t>(earlier.size())))]);
-      f.impls.push_back(implementation{"v", pick(3) == 0 ? f.cost * 1.5 + 1 : f.cost, f.workspace, ins});
-    });
+    const auto p = testing::with_random_variants(base, seed);
     INFO("seed " << seed);
     ++graphs;
     const auto r = choose_variants(p);

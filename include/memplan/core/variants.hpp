@@ -16,6 +16,12 @@
 //                             order does not run) no step holding more bytes and the steps' sum lower.
 //                             Greedy in op order, each variant judged against the ones already taken
 //                             (all of them first, in one rewrite, when together they pass).
+//   choose_variants(p, variant_rule::no_peak_higher)
+//                             the same, but a variant may raise steps other than the peak: the given
+//                             order's peak does not rise and the steps' sum falls. Such a variant is not
+//                             free at every budget (a concatenation read instead of its inputs lives a
+//                             few steps longer), so plan_choosing_variants (core/plan_variants.hpp) takes
+//                             these only where the plan at the budget is better with them.
 //
 // A plan of the rewritten problem names its variants (io/plan_json.hpp, "variants"), and reading the
 // plan against the original graph takes them again, so `memplan verify GRAPH PLAN` checks it.
@@ -196,6 +202,12 @@ inline problem apply_variants(const problem& p, std::span<const variant_choice> 
   return q;
 }
 
+// Which variants choose_variants takes (both: no slower, no more workspace, the steps' sum lower).
+enum class variant_rule {
+  no_step_higher,  // no step of the given order holds more bytes: free at every budget
+  no_peak_higher,  // the given order's peak does not rise
+};
+
 // What choose_variants took and what it gave.
 struct variant_rewrite {
   problem rewritten;                      // the problem to plan (p itself when nothing was taken)
@@ -207,7 +219,7 @@ struct variant_rewrite {
 };
 
 // The variants that cost nothing (see the top of this file). Deterministic.
-inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries = 512) {
+inline variant_rewrite choose_variants(const problem& p, variant_rule rule = variant_rule::no_step_higher, std::size_t max_tries = 512) {
   variant_rewrite r{p, {}, {}, 0, 0, {}};
   if (!has_variants(p)) return r;
   std::vector<variant_choice> cand;
@@ -240,8 +252,14 @@ inline variant_rewrite choose_variants(const problem& p, std::size_t max_tries =
     for (auto x : v) s += std::max<std::int64_t>(x, 0);
     return s;
   };
-  // No step holds more, and the sum is lower.
+  auto top = [](const std::vector<std::int64_t>& v) {
+    std::int64_t m = 0;
+    for (auto x : v) m = std::max(m, x);
+    return m;
+  };
+  // No step holds more (no_peak_higher: the highest does not), and the sum is lower.
   auto better = [&](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& cur) {
+    if (rule == variant_rule::no_peak_higher) return top(a) <= top(cur) && sum(a) < sum(cur);
     for (std::size_t i = 0; i < n; ++i)
       if (a[i] >= 0 && (cur[i] < 0 || a[i] > cur[i])) return false;
     return sum(a) < sum(cur);

@@ -198,7 +198,7 @@ inline void print_report(std::ostream& os, const report& r) {
       n += k;
       names += (names.empty() ? "" : ", ") + name + " " + std::to_string(k);
     }
-    os << "variants       " << n << " ops on a variant that costs nothing (" << names << "), " << r.ops_removed << " ops no longer needed";
+    os << "variants       " << n << " ops on a variant (" << names << "), " << r.ops_removed << " ops no longer needed";
     if (r.variant_given_peak >= 0) os << "; given order with them: peak " << bytes(r.variant_given_peak);
     os << "\n";
   }

@@ -1,0 +1,169 @@
+// core/plan_variants.hpp: variants that only keep the given order's peak from rising are taken where
+// the plan is better with them. choose_variants' no_peak_higher rule on a concatenation block (the
+// exporter's from_concatenation variant), the choice between the two plans by the limit and by cost,
+// and random training graphs with random variants under a budget: the plan kept is verified and no
+// worse than the other set's by the rules of the header.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/plan_variants.hpp>
+#include <memplan/core/problem_builder.hpp>
+#include <memplan/core/variants.hpp>
+#include <memplan/core/verify.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/remat/greedy.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
+#include <memplan/schedule/given.hpp>
+
+#include "../property/training_dag.hpp"
+#include "random_variants.hpp"
+
+using namespace memplan;
+
+namespace {
+
+// Two ReLU branches concatenated (GoogLeNet / SqueezeNet): each ReLU backward reads its branch output
+// r1 / r2 (100 B each), or, as a variant, the concatenation c (200 B) that holds the same values.
+// With the variants r1 and r2 die after the cat and c lives until the second ReLU backward: the steps
+// from the cat to conv3_bw hold 200 B less, those of conv1_bw and relu2_bw c instead of r2 (100 B more).
+problem cat_block() {
+  problem_builder b("cat-block");
+  auto t = [&](const char* n, std::int64_t bytes, tensor_kind k) { return b.add_tensor(n, bytes, k); };
+  const auto x = t("x", 10, tensor_kind::input);
+  const auto w1 = t("w1", 10, tensor_kind::weight);
+  const auto w2 = t("w2", 10, tensor_kind::weight);
+  const auto w3 = t("w3", 10, tensor_kind::weight);
+  const auto a1 = t("a1", 100, tensor_kind::activation);
+  const auto r1 = t("r1", 100, tensor_kind::activation);
+  b.set_inplace_of(r1, a1);
+  const auto a2 = t("a2", 100, tensor_kind::activation);
+  const auto r2 = t("r2", 100, tensor_kind::activation);
+  b.set_inplace_of(r2, a2);
+  const auto c = t("c", 200, tensor_kind::activation);
+  const auto z = t("z", 50, tensor_kind::activation);
+  const auto loss = t("loss", 1, tensor_kind::output);
+  const auto gz = t("gz", 50, tensor_kind::gradient);
+  const auto gc = t("gc", 200, tensor_kind::gradient);
+  const auto gw3 = t("gw3", 10, tensor_kind::output);
+  const auto ga1 = t("ga1", 100, tensor_kind::gradient);
+  const auto ga2 = t("ga2", 100, tensor_kind::gradient);
+  const auto gw1 = t("gw1", 10, tensor_kind::output);
+  const auto gw2 = t("gw2", 10, tensor_kind::output);
+  b.add_op("conv1", {x, w1}, {a1}, "conv", op_phase::forward, 4.0);
+  b.add_op("relu1_", {a1}, {r1}, "relu_", op_phase::forward, 1.0);
+  b.add_op("conv2", {x, w2}, {a2}, "conv", op_phase::forward, 4.0);
+  b.add_op("relu2_", {a2}, {r2}, "relu_", op_phase::forward, 1.0);
+  b.add_op("cat", {r1, r2}, {c}, "cat", op_phase::forward, 1.0);
+  b.add_op("conv3", {c, w3}, {z}, "conv", op_phase::forward, 4.0);
+  b.add_op("loss", {z}, {loss}, "loss", op_phase::forward, 1.0);
+  b.add_op("loss_bw", {loss}, {gz}, "loss_bw", op_phase::backward, 1.0);
+  b.add_op("conv3_bw", {gz, c, w3}, {gc, gw3}, "conv_bw", op_phase::backward, 8.0);
+  b.add_op("relu1_bw", {gc, r1}, {ga1}, "threshold_backward", op_phase::backward, 1.0, 0,
+           {implementation{"from_concatenation", 1.0, 0, {"gc", "c"}}});
+  b.add_op("conv1_bw", {ga1, x, w1}, {gw1}, "conv_bw", op_phase::backward, 8.0);
+  b.add_op("relu2_bw", {gc, r2}, {ga2}, "threshold_backward", op_phase::backward, 1.0, 0,
+           {implementation{"from_concatenation", 1.0, 0, {"gc", "c"}}});
+  b.add_op("conv2_bw", {ga2, x, w2}, {gw2}, "conv_bw", op_phase::backward, 8.0);
+  return b.build();
+}
+
+memory_plan plan_given(const problem& q, plan_context ctx = {}) { return plan(q, schedule::given{} | place::default_placer{}, ctx); }
+
+}  // namespace
+
+TEST_CASE("choose_variants: no_peak_higher takes a variant that raises another step, the default rule does not") {
+  const auto p = cat_block();
+  const auto strict = choose_variants(p);
+  CHECK(strict.taken.empty());
+  const auto loose = choose_variants(p, variant_rule::no_peak_higher);
+  REQUIRE(loose.taken.size() == 2);
+  CHECK(loose.taken[0] == variant_choice{"relu1_bw", "from_concatenation"});
+  CHECK(loose.taken[1] == variant_choice{"relu2_bw", "from_concatenation"});
+  CHECK(loose.removed_ops.empty());
+  // The given order's peak, at conv3_bw (r1, r2, c, gz, gc), falls from 701 to 501 B there; with c
+  // alive until relu2_bw, conv1_bw rises from 461 to 561 B and is the new peak.
+  CHECK(loose.given_peak_before == 701);
+  CHECK(loose.given_peak_after == 561);
+  CHECK(choose_variants(p, variant_rule::no_peak_higher).taken == loose.taken);  // deterministic
+}
+
+TEST_CASE("plan_choosing_variants keeps the plan that meets the limit, else the better one") {
+  const auto p = cat_block();
+  int plans = 0;
+  // No limit: both planned, the variants' plan needs less.
+  auto r = plan_choosing_variants(p, [&](const problem& q) {
+    ++plans;
+    return plan_given(q);
+  });
+  CHECK(plans == 2);
+  CHECK(r.variants.taken.size() == 2);
+  CHECK(verify(r.variants.rewritten, r.plan).ok);
+  CHECK(r.note.find("kept the second (the better plan)") != std::string::npos);
+  const auto without = plan_given(p);
+  CHECK(r.plan.arena < without.arena);
+  // A capacity only the variants' plan meets: the other throws infeasible, this one is kept.
+  plans = 0;
+  r = plan_choosing_variants(p, [&](const problem& q) {
+    ++plans;
+    return plan_given(q, {.capacity = r.plan.arena});
+  });
+  CHECK(plans == 2);
+  CHECK(r.variants.taken.size() == 2);
+  CHECK(r.note.find("the first does not meet the limit") != std::string::npos);
+  // Below both: the first set's error.
+  CHECK_THROWS_AS(plan_choosing_variants(p, [&](const problem& q) { return plan_given(q, {.capacity = 100}); }), error);
+  // A graph whose variants are free at every step: one set, planned once.
+  plans = 0;
+  const auto q = apply_variants(p, choose_variants(p, variant_rule::no_peak_higher).taken);
+  r = plan_choosing_variants(q, [&](const problem& g) {
+    ++plans;
+    return plan_given(g);
+  });
+  CHECK(plans == 1);
+  CHECK(r.note.empty());
+}
+
+TEST_CASE("plan_choosing_variants on random training graphs under a budget: verified, never worse than the other set") {
+  int graphs = 0, both = 0, kept_loose = 0;
+  for (std::uint64_t seed = 1; seed <= 160; ++seed) {
+    const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
+    const auto strict = choose_variants(p);
+    const auto loose = choose_variants(p, variant_rule::no_peak_higher);
+    if (strict.taken == loose.taken) continue;
+    INFO("seed " << seed);
+    ++graphs;
+    const auto peak = plan(strict.rewritten, schedule::default_scheduler{} | place::default_placer{}).stats.peak;
+    plan_context ctx;
+    ctx.budget = peak * 9 / 10;
+    ctx.deterministic = true;  // the other set's plan below is the one plan_choosing_variants compared
+    auto make = [&](const problem& q) { return plan(q, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, ctx); };
+    variant_plan r;
+    try {
+      r = plan_choosing_variants(p, make);
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+      continue;
+    }
+    CHECK(verify(r.variants.rewritten, r.plan).ok);
+    CHECK(r.plan.arena <= ctx.budget);
+    const bool took_loose = r.variants.taken == loose.taken;
+    CHECK((took_loose || r.variants.taken == strict.taken));
+    kept_loose += took_loose;
+    // The other set's plan, when it has one, is not better by the header's rules.
+    const auto& other = took_loose ? strict.rewritten : loose.rewritten;
+    try {
+      const auto o = make(other);
+      ++both;
+      CHECK_FALSE(detail::better_variant_plan(other, o, r.variants.rewritten, r.plan));
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+    }
+  }
+  MESSAGE(graphs << " graphs where the sets differ; both planned " << both << "; the no-peak-higher set kept " << kept_loose);
+  CHECK(graphs > 5);
+  CHECK(both > 3);
+}
