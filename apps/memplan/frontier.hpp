@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <memplan/io/chart.hpp>
 #include <memplan/io/json.hpp>
@@ -29,14 +31,40 @@ inline int run_frontier(const frontier_args& a) {
   const auto sched = schedulers().make(a.scheduler);
   const auto ckpt = checkpointers().make(a.checkpointer);
   const auto placer = placers().make(a.placer);
-  const auto vr = choose_variants(io::read_graph(a.graph));  // variants that cost nothing, as `memplan plan` takes them
+  // Variants as `memplan plan` takes them (core/plan_variants.hpp): those that cost nothing at every
+  // step; and when the set that keeps the given order's peak differs, its own sweep too, the curve then
+  // being the points of both that no other point beats in arena and overhead together.
+  const auto graph = io::read_graph(a.graph);
+  const auto vr = choose_variants(graph);
+  const auto loose = choose_variants(graph, variant_rule::no_peak_higher);
+  const bool two = loose.taken != vr.taken;
   const auto& p = vr.rewritten;
   plan_context ctx;
   ctx.alignment = a.alignment;
   ctx.time_limit_s = a.time_limit;
   ctx.solver = milp_backend();
   ctx.progress = progress_printer(a.verbose);
-  const auto pts = remat::frontier(p, sched, ckpt, placer, {.points = a.points}, ctx);
+  auto pts = remat::frontier(p, sched, ckpt, placer, {.points = a.points}, ctx);
+  std::vector<std::size_t> variants_of(pts.size(), vr.taken.size());
+  if (two) {
+    auto c = ctx;
+    c.cache = nullptr;
+    const auto more = remat::frontier(loose.rewritten, sched, ckpt, placer, {.points = a.points}, c);
+    std::vector<std::pair<remat::frontier_point, std::size_t>> all;
+    for (std::size_t i = 0; i < pts.size(); ++i) all.emplace_back(pts[i], variants_of[i]);
+    for (const auto& f : more) all.emplace_back(f, loose.taken.size());
+    auto beats = [](const remat::frontier_point& x, const remat::frontier_point& y) {
+      return x.arena <= y.arena && x.overhead <= y.overhead && (x.arena < y.arena || x.overhead < y.overhead);
+    };
+    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first.arena > y.first.arena; });
+    pts.clear();
+    variants_of.clear();
+    for (const auto& [f, n] : all)
+      if (std::none_of(all.begin(), all.end(), [&](const auto& o) { return beats(o.first, f); })) {
+        pts.push_back(f);
+        variants_of.push_back(n);
+      }
+  }
   std::ostream* os = &std::cout;
   std::ofstream file;
   if (!a.output.empty() && a.output != "-") {
@@ -45,11 +73,13 @@ inline int run_frontier(const frontier_args& a) {
     os = &file;
   }
   *os << "budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds,"
-         "overhead_lower_bound,overhead_lower_bound_any_order\n";
-  for (const auto& f : pts)
+         "overhead_lower_bound,overhead_lower_bound_any_order,variants\n";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& f = pts[i];
     *os << f.budget << "," << f.arena << "," << f.peak << "," << f.compute_cost << "," << f.recompute_cost << "," << f.overhead << ","
         << f.recomputed_ops << "," << f.checkpointer << "," << f.seconds << "," << f.overhead_lower_bound << ","
-        << f.overhead_lower_bound_any_order << "\n";
+        << f.overhead_lower_bound_any_order << "," << variants_of[i] << "\n";
+  }
   if (!a.svg.empty()) {
     io::chart_series s{a.checkpointer, {}, "#e15759"};
     io::chart_series bound{"lower bound (this order)", {}, "#4e79a7"};
@@ -67,13 +97,20 @@ inline int run_frontier(const frontier_args& a) {
   }
   if (os != &std::cout) {
     const auto least = *std::min_element(pts.begin(), pts.end(), [](const auto& x, const auto& y) { return x.arena < y.arena; });
-    std::cout << a.graph << ": " << pts.size() << " verified plans, arena " << io::human_bytes(pts.front().arena)
+    const auto none = *std::min_element(pts.begin(), pts.end(), [](const auto& x, const auto& y) {
+      return x.overhead < y.overhead || (x.overhead == y.overhead && x.arena < y.arena);
+    });
+    std::cout << a.graph << ": " << pts.size() << " verified plans, arena " << io::human_bytes(none.arena)
               << " without recomputation down to " << io::human_bytes(least.arena) << " at " << 100.0 * least.overhead
               << " % overhead; wrote " << a.output << "\n";
     if (!vr.taken.empty())
       std::cout << "  with " << vr.taken.size() << " ops on a variant that costs nothing (" << vr.removed_ops.size()
                 << " ops no longer needed): given-order peak " << io::human_bytes(vr.given_peak_before) << " -> "
                 << io::human_bytes(vr.given_peak_after) << "\n";
+    if (two)
+      std::cout << "  also swept with the " << loose.taken.size() << " variants that keep the given order's peak ("
+                << io::human_bytes(loose.given_peak_before) << " -> " << io::human_bytes(loose.given_peak_after)
+                << "); the curve keeps the points of both sweeps that no other beats (column variants)\n";
     for (const auto& n : vr.notes) std::cout << "  " << n << "\n";
   }
   return 0;

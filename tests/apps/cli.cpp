@@ -506,7 +506,7 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
   REQUIRE(fr.code == 0);
   const auto csv = slurp(s / "f.csv");
   CHECK(csv.rfind("budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds,"
-                  "overhead_lower_bound,overhead_lower_bound_any_order\n",
+                  "overhead_lower_bound,overhead_lower_bound_any_order,variants\n",
                   0) == 0);
 }
 
