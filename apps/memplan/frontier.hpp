@@ -59,10 +59,10 @@ inline int run_frontier(const frontier_args& a) {
     std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first.arena > y.first.arena; });
     pts.clear();
     variants_of.clear();
-    for (const auto& [f, n] : all)
-      if (std::none_of(all.begin(), all.end(), [&](const auto& o) { return beats(o.first, f); })) {
-        pts.push_back(f);
-        variants_of.push_back(n);
+    for (const auto& e : all)  // (not a structured binding: clang 14 cannot capture one in the lambda)
+      if (std::none_of(all.begin(), all.end(), [&](const auto& o) { return beats(o.first, e.first); })) {
+        pts.push_back(e.first);
+        variants_of.push_back(e.second);
       }
   }
   std::ostream* os = &std::cout;

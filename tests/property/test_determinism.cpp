@@ -95,6 +95,15 @@ TEST_CASE("memplan plan --deterministic and memplan place --deterministic write 
   const auto first = file_bytes(dir / "plan0.json");
   CHECK(first.size() > 1000);
   CHECK(first == file_bytes(dir / "plan1.json"));
+  // A graph with variants that keep the peak: two plans compared (core/plan_variants.hpp), the same one kept.
+  const auto squeezenet = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/squeezenet1_0-train-b1.json.gz";
+  for (int run = 0; run < 2; ++run) {
+    const auto out = (dir / ("variants" + std::to_string(run) + ".json")).string();
+    REQUIRE(sh("plan " + squeezenet + " --deterministic --budget 30MB -q -o " + out) == 0);
+  }
+  const auto with_variants = file_bytes(dir / "variants0.json");
+  CHECK(with_variants.size() > 1000);
+  CHECK(with_variants == file_bytes(dir / "variants1.json"));
   {
     std::ofstream csv(dir / "buffers.csv");
     csv << "id,lower,upper,size\n";
