@@ -16,6 +16,7 @@
 #include <memplan/schedule/given.hpp>
 
 #include "../support/stack_placer.hpp"
+#include "offload_plans.hpp"
 
 using namespace memplan;
 
@@ -95,26 +96,8 @@ TEST_CASE("cuda backend: offload and prefetch on the copy stream wait for the ke
   // The kernels are cudaMemsetAsync / cudaMemcpyAsync on the legacy default stream: they return before
   // they run, so an offload that did not wait for f's work would copy the arena's NaN poison instead.
   constexpr std::int64_t bytes = std::int64_t{64} << 20;
-  graph::dataflow_graph g("cuda-offload");
-  auto x = g.add_tensor("x", bytes, tensor_kind::input);
-  auto a = g.add_tensor("a", bytes);
-  auto b = g.add_tensor("b", bytes);
-  auto y = g.add_tensor("y", bytes, tensor_kind::output);
-  g.add_op("f", {x}, {a});
-  g.add_op("h", {x}, {b});
-  g.add_op("k", {a, b}, {y});
-  const auto p = make_problem(g);
-  auto mp = plan(p, schedule::given{} | testing::stack_placer{}, {.alignment = 256});
-  std::vector<step> steps;
-  for (const auto& s : mp.steps) {
-    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
-    steps.push_back(s);
-    if (s.kind == step_kind::compute && s.id == 0) steps.push_back({step_kind::offload, 1});
-  }
-  mp.steps = steps;
-  relink(p, mp, /*inherit_offsets=*/true);
-  mp.stats.transfer_bytes = 2 * bytes;
-  REQUIRE(verify(p, mp).ok);
+  const auto p = testing::three_ops(bytes);
+  const auto mp = testing::offloading_a(p, 0);
   const auto n = static_cast<std::size_t>(bytes);
   for (const bool thread : {true, false}) {
     CAPTURE(thread);

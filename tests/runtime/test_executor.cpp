@@ -15,8 +15,11 @@
 
 #include "../support/random_dag.hpp"
 #include "../support/stack_placer.hpp"
+#include "offload_plans.hpp"
 
 using namespace memplan;
+using testing::offloading_a;
+using testing::three_ops;
 
 namespace {
 // A deterministic float kernel: each output element = f(op, element index, all inputs' elements).
@@ -93,35 +96,6 @@ std::vector<std::byte> survivors(const problem& p, const std::function<std::byte
   return r;
 }
 
-// f: x -> a, h: x -> b, k: (a, b) -> y, `bytes` each.
-problem three_ops(std::int64_t bytes = 16) {
-  graph::dataflow_graph g("three_ops");
-  auto x = g.add_tensor("x", bytes, tensor_kind::input);
-  auto a = g.add_tensor("a", bytes);
-  auto b = g.add_tensor("b", bytes);
-  auto y = g.add_tensor("y", bytes, tensor_kind::output);
-  g.add_op("f", {x}, {a});
-  g.add_op("h", {x}, {b});
-  g.add_op("k", {a, b}, {y});
-  return make_problem(g);
-}
-
-// three_ops' given order with a (tensor 1) offloaded after op `after` (f or h) and prefetched before
-// k, back at its offset; verified.
-memory_plan offloading_a(const problem& p, op_id after) {
-  auto mp = plan(p, schedule::given{} | testing::stack_placer{});
-  std::vector<step> steps;
-  for (const auto& s : mp.steps) {
-    if (s.kind == step_kind::compute && s.id == 2) steps.push_back({step_kind::prefetch, 1});
-    steps.push_back(s);
-    if (s.kind == step_kind::compute && s.id == after) steps.push_back({step_kind::offload, 1});
-  }
-  mp.steps = steps;
-  relink(p, mp, /*inherit_offsets=*/true);
-  mp.stats.transfer_bytes = 32;
-  REQUIRE(verify(p, mp).ok);
-  return mp;
-}
 }  // namespace
 
 TEST_CASE("executor: a planned run reproduces the eager run bit for bit, and touches exactly the arena") {
