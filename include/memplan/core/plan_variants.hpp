@@ -22,6 +22,7 @@
 //   });
 //   // r.variants.rewritten is the problem r.plan plans; r.variants.taken names the variants.
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,31 +62,28 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan) {
     return {std::move(strict), std::move(mp), {}};
   }
   std::exception_ptr strict_failed;
-  memory_plan a, b;
-  bool have_a = false, have_b = false;
+  std::optional<memory_plan> a, b;  // empty: that set's plan does not meet the limit
   try {
     a = make_plan(strict.rewritten);
-    have_a = true;
   } catch (const error& e) {
     if (e.code() != errc::infeasible) throw;
     strict_failed = std::current_exception();
   }
   try {
     b = make_plan(loose.rewritten);
-    have_b = true;
   } catch (const error& e) {
     if (e.code() != errc::infeasible) throw;
-    if (!have_a) std::rethrow_exception(strict_failed);
+    if (!a) std::rethrow_exception(strict_failed);
   }
   const auto what = [](const variant_rewrite& v) { return std::to_string(v.taken.size()) + " variants"; };
   std::string note = "variants: planned with " + what(strict) + " (free at every step) and with " + what(loose) +
                      " (the given order's peak not higher); ";
-  if (have_b && (!have_a || detail::better_variant_plan(loose.rewritten, b, strict.rewritten, a))) {
-    note += have_a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
-    return {std::move(loose), std::move(b), std::move(note)};
+  if (b && (!a || detail::better_variant_plan(loose.rewritten, *b, strict.rewritten, *a))) {
+    note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
+    return {std::move(loose), std::move(*b), std::move(note)};
   }
-  note += have_b ? "kept the first (the better plan)" : "kept the first (the second does not meet the limit)";
-  return {std::move(strict), std::move(a), std::move(note)};
+  note += b ? "kept the first (the better plan)" : "kept the first (the second does not meet the limit)";
+  return {std::move(strict), std::move(*a), std::move(note)};
 }
 
 }  // namespace memplan
