@@ -9,7 +9,7 @@
 //  * exports:    every bundled real export planned with the CLI's defaults (fragmentation, plan time);
 //  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
 //  * synthetic, model_like: per-placer tables on DNN-like lists (the older sections).
-// Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000]
+// Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]
 // (exports and cut need memplan::json; all timings are wall clock on the machine it runs on, with CPU
 // time next to them where the machine may be shared.)
 #include <algorithm>
@@ -315,12 +315,16 @@ void budgets(const std::vector<std::size_t>& sizes) {
 }
 
 #ifdef MEMPLAN_BENCH_WITH_JSON
+std::string export_match;  // --match: only the exports whose file name contains it (and no synthetic row)
+
 std::vector<std::filesystem::path> exports() {
   std::vector<std::filesystem::path> files;
   const auto dir = source_dir / "data" / "models";
   if (std::filesystem::is_directory(dir))
     for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().string().size() > 8 && e.path().string().ends_with(".json.gz")) files.push_back(e.path());
+      if (e.path().string().size() > 8 && e.path().string().ends_with(".json.gz") &&
+          e.path().filename().string().find(export_match) != std::string::npos)
+        files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -408,21 +412,23 @@ void cut_bounds() {
     std::fflush(stdout);
   }
   // The 100k-op synthetic graph of bench/schedule: sampled ops only (the bound stays valid).
-  bench::training_graph_options big;
-  big.name = "synthetic-100k";
-  big.blocks = 14300;
-  big.residual_every = 2;
-  big.act_bytes = 1 << 12;
-  big.weight_bytes = 1 << 10;
-  const auto bg = make_problem(bench::training_graph(big));
-  const auto bpeak = schedule::default_scheduler{}.run(bg).peak;
-  const auto blbp = lower_bound_peak(bg).bytes;
-  const auto tb = clock_type::now();
-  const auto bcb = cut_lower_bound(bg, {.stop_at = bpeak});
-  std::printf("| synthetic-100k (sampled: %s) | %d | %lld | %lld | %.2f | %lld | %.3f | %s | %.3f | %d | %lld | %.3f |\n", bcb.sampled ? "yes" : "no",
-              bg.num_ops(), static_cast<long long>(bpeak), static_cast<long long>(blbp), pct(bpeak, blbp), static_cast<long long>(bcb.bytes),
-              pct(bpeak, bcb.bytes), bcb.bytes == bpeak ? "yes" : "no", seconds_since(tb), bcb.cuts, static_cast<long long>(bcb.bytes),
-              pct(bpeak, bcb.bytes));
+  if (export_match.empty()) {
+    bench::training_graph_options big;
+    big.name = "synthetic-100k";
+    big.blocks = 14300;
+    big.residual_every = 2;
+    big.act_bytes = 1 << 12;
+    big.weight_bytes = 1 << 10;
+    const auto bg = make_problem(bench::training_graph(big));
+    const auto bpeak = schedule::default_scheduler{}.run(bg).peak;
+    const auto blbp = lower_bound_peak(bg).bytes;
+    const auto tb = clock_type::now();
+    const auto bcb = cut_lower_bound(bg, {.stop_at = bpeak});
+    std::printf("| synthetic-100k (sampled: %s) | %d | %lld | %lld | %.2f | %lld | %.3f | %s | %.3f | %d | %lld | %.3f |\n", bcb.sampled ? "yes" : "no",
+                bg.num_ops(), static_cast<long long>(bpeak), static_cast<long long>(blbp), pct(bpeak, blbp), static_cast<long long>(bcb.bytes),
+                pct(bpeak, bcb.bytes), bcb.bytes == bpeak ? "yes" : "no", seconds_since(tb), bcb.cuts, static_cast<long long>(bcb.bytes),
+                pct(bpeak, bcb.bytes));
+  }
   std::printf("\ndefault scheduler proven optimal on %d exports; worst training gap %.3f %% (%s) against the bound over every implementation,\n"
               "%.3f %% (%s) against the bound with the chosen workspaces; within 1 %% of the former on %d of %d training exports\n",
               proven, worst, worst_at.c_str(), worst_order, worst_order_at.c_str(), within, training);
@@ -523,6 +529,9 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
     else if (a == "--mm-time" && i + 1 < argc) mm_time = std::atof(argv[++i]);
+#ifdef MEMPLAN_BENCH_WITH_JSON
+    else if (a == "--match" && i + 1 < argc) export_match = argv[++i];
+#endif
     else if (a == "--only" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.insert(x);
@@ -532,7 +541,7 @@ int main(int argc, char** argv) {
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
       std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,exports,cut,synthetic,model_like] [--quick] "
-                   "[--mm-time S] [--sizes 1000,10000,100000]\n";
+                   "[--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]\n";
       return 2;
     }
   }
