@@ -11,7 +11,9 @@
 #include <vector>
 
 #include <memplan/core/adapt.hpp>
+#include <memplan/core/implementations.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/plan_json.hpp>
 #include <memplan/offload/combined.hpp>
@@ -390,6 +392,40 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   const auto again = offload::combined<>{}.run(p, tl, c);
   CHECK(all.steps == again.steps);
   CHECK(all.makespan == again.makespan);
+}
+
+TEST_CASE("offload::combined's makespan bound holds when its checkpointer moves ops to faster implementations") {
+  // Every op has a twice-as-fast alternative without workspace that the given timeline does not run:
+  // the checkpointer inside `combined` moves ops to it, so the step computes in less than the incoming
+  // timeline. The bound is each op once on its fastest implementation, at most the plan's compute time.
+  int faster = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto base = make_problem(testing::training_chain(seed, {.layers = 4 + static_cast<int>(seed % 3)}));
+    const auto p = with_ops(base, [](const problem&, op_id, op_fields& f) {
+      if (f.cost > 0) f.impls.push_back({"fast", 0.5 * f.cost, 0});
+    });
+    const auto tl = given_timeline(p);
+    const auto least = least_peak(p);
+    if (least >= tl.peak) continue;
+    double fastest = 0.0, own = 0.0;  // seconds: the chains' costs are
+    for (op_id o = 0; o < p.num_ops(); ++o) {
+      fastest += fastest_cost(p, o);
+      own += p.cost(o);
+    }
+    for (double f : {0.2, 0.6}) {
+      plan_context c;
+      c.timing.bandwidth = 6.0;
+      c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      CAPTURE(seed);
+      CAPTURE(c.memory_target);
+      const auto both = offload::combined<>{}.run(p, tl, c);
+      faster += both.compute_time < own - 1e-9;  // the incoming compute time would not bound it
+      CHECK(both.makespan_lower_bound <= both.compute_time + 1e-9);
+      CHECK(both.makespan_lower_bound == doctest::Approx(std::min(both.makespan, fastest)));
+      CHECK(both.makespan >= both.makespan_lower_bound - 1e-9);
+    }
+  }
+  CHECK(faster > 0);  // the case the bound must cover happened
 }
 
 TEST_CASE("offload::combined is never slower than offloading alone or recomputing alone at the same target") {

@@ -87,15 +87,18 @@ inline double total_step_cost(const problem& p, const timeline& tl) {
   return c;
 }
 
+// The cost of an op's fastest implementation (its own or an alternative).
+inline double fastest_cost(const problem& p, op_id o) {
+  double c = p.cost(o);
+  for (const auto& im : p.implementations(o)) c = std::min(c, im.cost);
+  return c;
+}
+
 // Ops not on their fastest implementation in a timeline's compute steps (the report's implementations_changed).
 inline std::int64_t implementations_changed(const problem& p, const std::vector<step>& steps) {
   std::int64_t k = 0;
-  for (const auto& s : steps) {
-    if (s.kind != step_kind::compute) continue;
-    double fastest = p.cost(s.id);
-    for (const auto& im : p.implementations(s.id)) fastest = std::min(fastest, im.cost);
-    k += step_cost(p, s) > fastest;
-  }
+  for (const auto& s : steps)
+    if (s.kind == step_kind::compute) k += step_cost(p, s) > fastest_cost(p, s.id);
   return k;
 }
 inline std::int64_t implementations_changed(const problem& p, const timeline& tl) { return implementations_changed(p, tl.steps); }
