@@ -53,17 +53,15 @@ inline int run_frontier(const frontier_args& a) {
     std::vector<std::pair<remat::frontier_point, std::size_t>> all;
     for (std::size_t i = 0; i < pts.size(); ++i) all.emplace_back(pts[i], variants_of[i]);
     for (const auto& f : more) all.emplace_back(f, loose.taken.size());
-    auto beats = [](const remat::frontier_point& x, const remat::frontier_point& y) {
-      return x.arena <= y.arena && x.overhead <= y.overhead && (x.arena < y.arena || x.overhead < y.overhead);
-    };
     std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first.arena > y.first.arena; });
+    std::vector<remat::frontier_point> merged;
+    for (const auto& e : all) merged.push_back(e.first);
     pts.clear();
     variants_of.clear();
-    for (const auto& e : all)  // (not a structured binding: clang 14 cannot capture one in the lambda)
-      if (std::none_of(all.begin(), all.end(), [&](const auto& o) { return beats(o.first, e.first); })) {
-        pts.push_back(e.first);
-        variants_of.push_back(e.second);
-      }
+    for (auto i : remat::undominated(merged)) {
+      pts.push_back(merged[i]);
+      variants_of.push_back(all[i].second);
+    }
   }
   std::ostream* os = &std::cout;
   std::ofstream file;

@@ -33,6 +33,27 @@ TEST_CASE("frontier: from the no-recompute arena down to the smallest budget met
   }
   CHECK(pts.front().overhead_lower_bound == 0.0);
   CHECK(bounded > 0);
+  // A curve: along it the arena falls and the overhead rises; no point beats another.
+  for (std::size_t k = 1; k < pts.size(); ++k) {
+    CHECK(pts[k].arena < pts[k - 1].arena);
+    if (k >= 2) CHECK(pts[k].overhead > pts[k - 1].overhead);
+  }
+  CHECK(remat::undominated(pts).size() == pts.size());
   CHECK(least < pts.front().arena);
   CHECK(events >= 2);
+}
+
+TEST_CASE("frontier: undominated keeps the points no other beats in arena and overhead, the first of equal ones") {
+  auto pt = [](std::int64_t arena, double overhead) {
+    remat::frontier_point f;
+    f.arena = arena;
+    f.overhead = overhead;
+    return f;
+  };
+  // 0: no recompute; 1: beaten by 2 (less memory, less overhead: a heuristic's non-monotone budget
+  // step); 3 repeats 2; 4 trades more overhead for less memory; 5 is beaten by 4.
+  const std::vector<remat::frontier_point> pts{pt(1000, 0.0), pt(800, 0.30), pt(700, 0.20), pt(700, 0.20), pt(500, 0.50), pt(600, 0.60)};
+  CHECK(remat::undominated(pts) == std::vector<std::size_t>{0, 2, 4});
+  CHECK(remat::undominated({}).empty());
+  CHECK(remat::undominated({pt(5, 0.1)}) == std::vector<std::size_t>{0});
 }

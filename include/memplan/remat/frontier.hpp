@@ -2,7 +2,9 @@
 // remat::frontier -- the memory / recompute-overhead trade-off curve of a graph: verified plans at
 // budgets from the no-recompute arena down to the smallest budget the pipeline can meet (found by
 // bisection after the first budget it cannot), each point a memplan::plan with that budget, with
-// the lower bounds on the overhead of any plan as small (core/recompute_bound.hpp).
+// the lower bounds on the overhead of any plan as small (core/recompute_bound.hpp). Only the points
+// no other beats are kept (undominated): a budget's plan that recomputes more than a smaller one's,
+// or repeats it, is left out.
 //
 //   auto pts = remat::frontier(p, schedule::default_scheduler{}, remat::default_checkpointer{},
 //                              place::default_placer{}, {.points = 12});
@@ -34,6 +36,22 @@ struct frontier_point {
   std::string checkpointer;
   double seconds = 0;
 };
+
+// The points no other point beats (in arena and overhead together; of equal points the first), as
+// indices in their order. A heuristic is not monotone in the budget: a budget's plan can recompute
+// more than one found for a smaller budget, which meets the larger budget too.
+inline std::vector<std::size_t> undominated(const std::vector<frontier_point>& pts) {
+  std::vector<std::size_t> keep;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    bool beaten = false;
+    for (std::size_t j = 0; j < pts.size() && !beaten; ++j) {
+      const auto &a = pts[j], &b = pts[i];
+      beaten = j != i && a.arena <= b.arena && a.overhead <= b.overhead && (a.arena < b.arena || a.overhead < b.overhead || j < i);
+    }
+    if (!beaten) keep.push_back(i);
+  }
+  return keep;
+}
 
 struct frontier_options {
   std::int32_t points = 12;     // budgets between the no-recompute arena and the op-local bound
@@ -111,7 +129,14 @@ std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, c
     }
     report(progress, "frontier", "bisecting the smallest budget", elapsed(), last_ok, static_cast<std::int64_t>(floor));
   }
-  return out;
+  // The curve: the points no other beats, the no-recompute plan always first, then by arena, largest
+  // first (so overhead rises along it).
+  auto keep = undominated(out);
+  if (keep.empty() || keep.front() != 0) keep.insert(keep.begin(), 0);
+  std::stable_sort(keep.begin() + 1, keep.end(), [&](std::size_t a, std::size_t b) { return out[a].arena > out[b].arena; });
+  std::vector<frontier_point> curve;
+  for (auto i : keep) curve.push_back(std::move(out[i]));
+  return curve;
 }
 
 }  // namespace memplan::remat
