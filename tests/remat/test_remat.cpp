@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -535,7 +537,7 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
       const target_recorder rec;
       plan_context ctx;
       ctx.budget = static_cast<std::int64_t>(f * static_cast<double>(a0));
-      ctx.deterministic = true;  // counts runs: 3 tries, 4 bisection steps at most
+      ctx.deterministic = true;  // counts runs: 3 tries, one with a margin, 4 bisection steps at most
       const padded_placer pad{a0 / 25};
       try {
         const auto mp = plan(p, schedule::given{} | rec | pad, ctx);
@@ -543,7 +545,7 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
         const auto& t = *rec.targets;
         REQUIRE(!t.empty());
         CHECK(t.front() == ctx.budget);
-        CHECK(t.size() <= 1 + 3 + 1 + 4);
+        CHECK(t.size() <= 1 + 3 + 1 + 1 + 4);
         runs += static_cast<int>(t.size());
         if (t.size() < 2) continue;
         ++overshot;
@@ -566,6 +568,50 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
                    << " checkpointer runs in all");
   CHECK(overshot >= 5);
   CHECK(first_try_fits * 4 >= overshot * 3);
+}
+
+namespace {
+// A placer that pads each placement by the next of `pads` (the last repeats) and takes `sleep_s`
+// per call, like a placement search that runs to its time limit.
+struct scripted_padded_placer {
+  std::vector<std::int64_t> pads;
+  double sleep_s = 0;
+  std::shared_ptr<std::size_t> calls = std::make_shared<std::size_t>(0);
+  [[nodiscard]] std::string name() const { return "scripted padded greedy_by_size"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
+    std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    const auto pad = pads[std::min(*calls, pads.size() - 1)];
+    ++*calls;
+    auto pl = place::greedy_by_size{}.place(bp);
+    for (auto& o : pl.offsets) o += pad;
+    pl.arena += pad;
+    return pl;
+  }
+};
+}  // namespace
+
+TEST_CASE("plan() tries a target with a margin before the least target when its tries run out") {
+  // Each placement outlasts the time limit, so the clock stops the tries after the first. The first
+  // placement and the first try overshoot; a target below them by twice the largest overshoot fits.
+  // Before, plan() then ran the least target (the op-local bound), which recomputes nearly everything.
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(64, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  const auto floor = op_local_bound(p);
+  const target_recorder rec;
+  const scripted_padded_placer pad{{a0 / 10, a0 / 5, 0}, 0.06};
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.7 * static_cast<double>(a0));
+  ctx.time_limit_s = 0.03;
+  const auto mp = plan(p, schedule::given{} | rec | pad, ctx);
+  CHECK(verify(p, mp));
+  CHECK(mp.arena <= ctx.budget);
+  const auto& t = *rec.targets;
+  REQUIRE(t.size() >= 3);
+  CHECK(t[0] == ctx.budget);
+  CHECK(t[1] < t[0]);
+  CHECK(t[2] < t[1]);
+  CHECK(t[2] > floor);  // a try with a margin, not the least target
+  CHECK(mp.stats.peak > 2 * floor);
 }
 
 namespace {
