@@ -394,6 +394,17 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   CHECK(all.makespan == again.makespan);
 }
 
+namespace {
+// A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
+// the timeline's peak.
+plan_context between_least_and_peak(const timeline& tl, std::int64_t least, double f) {
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+  return c;
+}
+}  // namespace
+
 TEST_CASE("offload::combined's makespan bound holds when its checkpointer moves ops to faster implementations") {
   // Every op has a twice-as-fast alternative without workspace that the given timeline does not run:
   // the checkpointer inside `combined` moves ops to it, so the step computes in less than the incoming
@@ -413,9 +424,7 @@ TEST_CASE("offload::combined's makespan bound holds when its checkpointer moves 
       own += p.cost(o);
     }
     for (double f : {0.2, 0.6}) {
-      plan_context c;
-      c.timing.bandwidth = 6.0;
-      c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      const auto c = between_least_and_peak(tl, least, f);
       CAPTURE(seed);
       CAPTURE(c.memory_target);
       const auto both = offload::combined<>{}.run(p, tl, c);
@@ -436,9 +445,7 @@ TEST_CASE("offload::combined is never slower than offloading alone or recomputin
     const auto least = least_peak(p);
     if (least >= tl.peak) continue;
     for (double f : {0.2, 0.6}) {
-      plan_context c;
-      c.timing.bandwidth = 6.0;
-      c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      const auto c = between_least_and_peak(tl, least, f);
       CAPTURE(seed);
       CAPTURE(c.memory_target);
       const auto off = offload::refined{}.run(p, tl, c);
