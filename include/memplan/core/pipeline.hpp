@@ -125,9 +125,9 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // The placed arena overshoots (fragmentation, alignment): aim the reducer lower and run it
       // again with the stages after it. Between close targets the fragmentation changes little, so
       // the first tries lower the target by what the placer added above the peak (a secant step);
-      // when three tries miss, the reducer's least target says whether the budget can be met at all.
-      // When none fits, one try with a margin of twice the largest overshoot, then the least target.
-      // Then bisection for the highest target that fits, which recomputes / offloads least.
+      // when none fits, one more with a margin of twice the largest overshoot, and then the reducer's
+      // least target says whether the budget can be met at all. Then bisection for the highest target
+      // that fits, which recomputes / offloads least.
       const auto floor = ctx.cache->op_local();
       auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
@@ -138,7 +138,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // more period of it (before, plan() ran the reducer 8 times: 1.8 s under a 0.2 s limit on
       // DenseNet-121). Without one, the tries run until one fits and the bisection then gets the
       // first run's time, so plan() takes a few runs' time, not eight (10-35 s for an offloader on
-      // the batch-32 exports before). Deterministic mode counts runs: 3 tries, 4 bisection steps.
+      // the batch-32 exports before). Deterministic mode counts runs: 3 tries, the margin, 4 bisection
+      // steps.
       const double steps_limit = ctx.time_limit_or(-1.0);
       const bool timed = steps_limit > 0;
       const double first_run_s = std::chrono::duration<double>(deadline::clock::now() - run_began).count();
@@ -162,12 +163,13 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         bad = guess;
         guess = std::max(floor, guess - (again.arena - limit));
       }
-      // No try fitted (the clock or the three tries ran out): one more, below the lowest target that
-      // missed by twice the largest overshoot, before the least target, which recomputes / offloads
-      // nearly everything. When the clock stopped the tries after one, plan() went straight there:
-      // ShuffleNet-V2 b32 at 0.7x with --time-limit 4 (each placement 4 s) recomputed 44 % of a step;
-      // the margin's target fits and recomputes 8.3 %, in the same 12 s.
-      if (const auto margin = std::min(guess, bad - 2 * most_over); ok < 0 && margin > floor) {
+      // No try fitted (the clock or the three tries ran out): the margin before the least target,
+      // which recomputes / offloads nearly everything. When the clock stopped the tries after one,
+      // plan() went straight there: ShuffleNet-V2 b32 at 0.7x with --time-limit 4 (each placement
+      // 4 s) recomputed 44 % of a step; the margin's target fits and recomputes 8.3 %, in the same 12 s.
+      // (Compared before doubling: sizes near 2^62 must not overflow.)
+      const auto margin = most_over < (bad - floor) / 2 ? std::min(guess, bad - 2 * most_over) : floor;
+      if (ok < 0 && margin > floor) {
         auto again = rerun(margin);
         best_arena = std::min(best_arena, again.arena);
         if (again.arena <= limit) {
