@@ -51,7 +51,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -63,6 +62,7 @@
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/format.hpp>
 #include <memplan/base/progress.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/context.hpp>
@@ -90,12 +90,6 @@ struct checkmate_ilp_size {
 };
 
 namespace detail {
-
-inline std::string ckm_num(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
-}
 
 // What the model needs to know about a problem over a fixed order. Positions index the order.
 struct checkmate_facts {
@@ -1189,7 +1183,7 @@ inline std::string set_warm_start(const problem& p, const checkmate_facts& f, co
       continue;
     }
     m.set_start(x0);
-    return "warm start " + c->who + " (model cost " + ckm_num(sp->cost(f)) + ")";
+    return "warm start " + c->who + " (model cost " + number_text(sp->cost(f)) + ")";
   }
   return note;
 }
@@ -1268,7 +1262,7 @@ struct checkmate_ilp {
         warm_summary = "warm start " + who + " dropped: " + *bad;
       } else {
         warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, recompute cost " +
-                       detail::ckm_num(detail::recompute_cost_of(p, w));
+                       number_text(detail::recompute_cost_of(p, w));
         cands.push_back({who, std::move(w), 0});
         warm_ok = true;
       }
@@ -1293,7 +1287,7 @@ struct checkmate_ilp {
       if (!c) return finish(tl, why + "; returned the timeline unchanged" + rebuilt);
       return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " +
                                std::to_string(target) + "), " + std::to_string(detail::recompute_count(c->tl)) +
-                               " recomputes, recompute cost " + detail::ckm_num(detail::recompute_cost_of(p, c->tl)) +
+                               " recomputes, recompute cost " + number_text(detail::recompute_cost_of(p, c->tl)) +
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
     };
 
@@ -1316,16 +1310,16 @@ struct checkmate_ilp {
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
     auto within = solver::options_within(clock, limit);
-    if (!within) return fallback(shape + "; the time limit of " + detail::ckm_num(limit) + " s was spent before the solve");
+    if (!within) return fallback(shape + "; the time limit of " + number_text(limit) + " s was spent before the solve");
     auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;
     const auto sol = solver.solve(m, so);
-    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + detail::ckm_num(sol.seconds) + " s";
+    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + number_text(sol.seconds) + " s";
     if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
-    if (!std::isnan(sol.bound)) note += ", bound " + detail::ckm_num(mm.unscale(sol.bound));
-    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : detail::ckm_num(100.0 * sol.gap) + " %");
+    if (!std::isnan(sol.bound)) note += ", bound " + number_text(mm.unscale(sol.bound));
+    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : number_text(100.0 * sol.gap) + " %");
     report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
     if (sol.status == solver::status::infeasible)
       return fallback(note + ": no plan over this order that recomputes each op at most once between two scheduled ops fits the target of " +
@@ -1347,7 +1341,7 @@ struct checkmate_ilp {
     if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < model_cost(out))
       return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who + rebuilt);
     note += "; peak " + std::to_string(tl.peak) + " -> " + std::to_string(out.peak) + " bytes (target " + std::to_string(target) + "), " +
-            std::to_string(detail::recompute_count(out)) + " recomputes, recompute cost " + detail::ckm_num(cost) +
+            std::to_string(detail::recompute_count(out)) + " recomputes, recompute cost " + number_text(cost) +
             (f.unit_costs ? " (the graph has no costs: the model counted one unit per recompute)" : "");
     return finish(std::move(out), note + rebuilt);
   }

@@ -47,6 +47,7 @@
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/format.hpp>
 #include <memplan/base/progress.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/context.hpp>
@@ -130,7 +131,7 @@ struct monet_ilp {
     if (quick.peak <= target)
       return finish(std::move(quick), std::string(target == std::numeric_limits<std::int64_t>::max() ? "no memory target" : "it fits") +
                                           ": every op on its fastest implementation, nothing recomputed (optimal), peak " +
-                                          std::to_string(quick.peak) + " bytes, cost " + detail::ckm_num(total_step_cost(p, quick)));
+                                          std::to_string(quick.peak) + " bytes, cost " + number_text(total_step_cost(p, quick)));
     report(ctx.progress, name(), "warm start: " + warm_start.name(), clock.elapsed(), tl.peak, 0);
 
     // ---- warm starts ----
@@ -150,7 +151,7 @@ struct monet_ilp {
       if (auto bad = detail::replay_violation(p, w)) {
         warm_summary = "warm start " + who + " dropped: " + *bad;
       } else {
-        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, cost " + detail::ckm_num(total_step_cost(p, w));
+        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, cost " + number_text(total_step_cost(p, w));
         cands.push_back({who, std::move(w), 0});
         warm_ok = true;
       }
@@ -177,7 +178,7 @@ struct monet_ilp {
       const auto* c = best_candidate();
       if (!c) return finish(quick, why + "; returned every op on its fastest implementation, nothing recomputed");
       return finish(c->tl, why + "; returned " + c->who + ": peak " + std::to_string(c->tl.peak) + " bytes (target " + std::to_string(target) +
-                               "), " + std::to_string(detail::recompute_count(c->tl)) + " recomputes, cost " + detail::ckm_num(c->cost) + ", " +
+                               "), " + std::to_string(detail::recompute_count(c->tl)) + " recomputes, cost " + number_text(c->cost) + ", " +
                                std::to_string(implementations_changed(p, c->tl)) + " ops off their fastest implementation" +
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary));
     };
@@ -201,16 +202,16 @@ struct monet_ilp {
     report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
 
     auto within = solver::options_within(clock, limit);
-    if (!within) return fallback(shape + "; the time limit of " + detail::ckm_num(limit) + " s was spent before the solve");
+    if (!within) return fallback(shape + "; the time limit of " + number_text(limit) + " s was spent before the solve");
     auto so = *within;
     so.relative_gap = relative_gap;
     so.threads = threads;
     so.verbosity = verbosity;
     const auto sol = solver.solve(m, so);
-    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + detail::ckm_num(sol.seconds) + " s";
+    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + number_text(sol.seconds) + " s";
     if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
-    if (!std::isnan(sol.bound)) note += ", bound " + detail::ckm_num(mm.unscale(sol.bound));
-    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : detail::ckm_num(100.0 * sol.gap) + " %");
+    if (!std::isnan(sol.bound)) note += ", bound " + number_text(mm.unscale(sol.bound));
+    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : number_text(100.0 * sol.gap) + " %");
     report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
     if (sol.status == solver::status::infeasible)
       return fallback(note + ": no plan over this order (recomputing each op at most once between two scheduled ops" +
@@ -233,7 +234,7 @@ struct monet_ilp {
     if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < cost)
       return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who);
     note += "; peak " + std::to_string(tl.peak) + " -> " + std::to_string(out.peak) + " bytes (target " + std::to_string(target) + "), " +
-            std::to_string(detail::recompute_count(out)) + " recomputes, cost " + detail::ckm_num(cost) + ", " +
+            std::to_string(detail::recompute_count(out)) + " recomputes, cost " + number_text(cost) + ", " +
             std::to_string(implementations_changed(p, out)) + " ops off their fastest implementation" +
             (f.unit_costs ? " (the graph has no costs: the model counted one unit per op step)" : "");
     return finish(std::move(out), note);

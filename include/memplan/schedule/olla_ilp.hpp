@@ -38,7 +38,6 @@
 // start, which is also the solver's first incumbent).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <cstdint>
 #include <limits>
@@ -51,6 +50,7 @@
 #include <memplan/core/analysis.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/base/deadline.hpp>
+#include <memplan/base/format.hpp>
 #include <memplan/base/progress.hpp>
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/context.hpp>
@@ -405,12 +405,6 @@ inline std::vector<op_id> stable_topological_order(const problem& p, std::span<c
   return out;
 }
 
-inline std::string olla_num(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
-}
-
 }  // namespace detail
 
 struct olla_ilp {
@@ -515,7 +509,7 @@ struct olla_ilp {
     const auto resident = p.resident_bytes();
     const bool exact_model = edges.empty();
     std::string note = "olla_ilp: " + shape + "; " + solver::to_string(sol.status) + " after " +
-                       detail::olla_num(sol.seconds) + " s";
+                       number_text(sol.seconds) + " s";
     if (!sol.message.empty()) note += " (" + sol.message + ")";
     std::int64_t ilp_bound = 0;
     if (!std::isnan(sol.bound)) {
