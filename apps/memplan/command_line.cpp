@@ -117,8 +117,12 @@ int run_plan(const plan_args& a) {
   // Variants (core/variants.hpp), unless --implementations own: those that cost nothing at any step,
   // and those that only keep the given order's peak where the plan is better with them
   // (core/plan_variants.hpp: both planned when they differ).
+  // Their group search gets --time-limit (2 s without one); --deterministic counts plans instead.
+  variant_search search;
+  if (a.deterministic) search.time_limit_s = -1.0;
+  else if (a.time_limit >= 0) search.time_limit_s = a.time_limit;
   auto vp = a.implementations == "own" ? variant_plan{variant_rewrite{graph, {}, {}, 0, 0, {}}, make_plan(graph), {}}
-                                       : plan_choosing_variants(graph, make_plan);
+                                       : plan_choosing_variants(graph, make_plan, search);
   const auto& vr = vp.variants;
   const auto& p = vr.rewritten;
   auto& mp = vp.plan;

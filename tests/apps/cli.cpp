@@ -554,7 +554,10 @@ TEST_CASE("plan weighs the variants that keep the peak against those free at eve
   const auto pj = nlohmann::json::parse(slurp(s / "plan.json"));
   const bool kept = j.contains("variants");
   CHECK(pj.contains("variants") == kept);
-  if (kept) CHECK(j["variants"]["from_concatenation"] == 16);
+  if (kept) {  // all 16, or some fire modules' (the group search)
+    CHECK(j["variants"]["from_concatenation"].get<int>() >= 1);
+    CHECK(j["variants"]["from_concatenation"].get<int>() <= 16);
+  }
   const auto v = s.run("verify '" + model + "' '" + s / "plan.json" + "'");
   INFO(v.err);
   CHECK(v.code == 0);

@@ -5,6 +5,7 @@
 // worse than the other set's by the rules of the header.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -127,8 +128,8 @@ TEST_CASE("plan_choosing_variants keeps the plan that meets the limit, else the 
   CHECK(r.note.empty());
 }
 
-TEST_CASE("plan_choosing_variants on random training graphs under a budget: verified, never worse than the other set") {
-  int graphs = 0, both = 0, kept_loose = 0;
+TEST_CASE("plan_choosing_variants on random training graphs under a budget: verified, never worse than either whole set") {
+  int graphs = 0, both = 0, kept_loose = 0, mixed = 0;
   for (std::uint64_t seed = 1; seed <= 160; ++seed) {
     const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
     const auto strict = choose_variants(p);
@@ -139,31 +140,46 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
     const auto peak = plan(strict.rewritten, schedule::default_scheduler{} | place::default_placer{}).stats.peak;
     plan_context ctx;
     ctx.budget = peak * 9 / 10;
-    ctx.deterministic = true;  // the other set's plan below is the one plan_choosing_variants compared
-    auto make = [&](const problem& q) { return plan(q, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, ctx); };
+    ctx.deterministic = true;  // the whole sets' plans below are the ones plan_choosing_variants compared
+    int plans = 0;
+    auto make = [&](const problem& q) {
+      ++plans;
+      return plan(q, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, ctx);
+    };
+    const variant_search search{.time_limit_s = -1.0, .max_plans = 6};  // deterministic: plans counted
     variant_plan r;
     try {
-      r = plan_choosing_variants(p, make);
+      r = plan_choosing_variants(p, make, search);
     } catch (const error& e) {
       CHECK(e.code() == errc::infeasible);
       continue;
     }
+    CHECK(plans <= 2 + search.max_plans);
     CHECK(verify(r.variants.rewritten, r.plan).ok);
     CHECK(r.plan.arena <= ctx.budget);
+    // Every variant free at every step, and only variants of the two sets.
+    for (const auto& c : strict.taken) CHECK(std::find(r.variants.taken.begin(), r.variants.taken.end(), c) != r.variants.taken.end());
+    for (const auto& c : r.variants.taken) CHECK(std::find(loose.taken.begin(), loose.taken.end(), c) != loose.taken.end());
+    CHECK(r.variants.rewritten.num_ops() == apply_variants(p, r.variants.taken).num_ops());
     const bool took_loose = r.variants.taken == loose.taken;
-    CHECK((took_loose || r.variants.taken == strict.taken));
     kept_loose += took_loose;
-    // The other set's plan, when it has one, is not better by the header's rules.
-    const auto& other = took_loose ? strict.rewritten : loose.rewritten;
-    try {
-      const auto o = make(other);
-      ++both;
-      CHECK_FALSE(detail::better_variant_plan(other, o, r.variants.rewritten, r.plan));
-    } catch (const error& e) {
-      CHECK(e.code() == errc::infeasible);
+    mixed += !took_loose && r.variants.taken != strict.taken;
+    // Neither whole set's plan, when it has one, is better by the header's rules.
+    for (const auto* other : {&strict.rewritten, &loose.rewritten}) {
+      try {
+        const auto o = make(*other);
+        ++both;
+        CHECK_FALSE(detail::better_variant_plan(*other, o, r.variants.rewritten, r.plan));
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);
+      }
     }
+    // Deterministic: the same choice again.
+    CHECK(plan_choosing_variants(p, make, search).variants.taken == r.variants.taken);
   }
-  MESSAGE(graphs << " graphs where the sets differ; both planned " << both << "; the no-peak-higher set kept " << kept_loose);
+  MESSAGE(graphs << " graphs where the sets differ; whole sets planned " << both << "; the no-peak-higher set kept " << kept_loose
+                 << ", a mix of its groups " << mixed);
   CHECK(graphs > 5);
-  CHECK(both > 3);
+  CHECK(both > 6);
+  CHECK(mixed > 0);
 }

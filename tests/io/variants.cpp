@@ -1,19 +1,22 @@
 // Variants (core/variants.hpp) through the files: the graph format's implementations[].inputs is read,
 // checked and written back; a plan names the variants its graph took, and reading it against the graph
 // file takes them again, so the plan verifies there; the bundled MobileNet-V2 export carries the
-// output-activated hardtanh_backward of tools/export_torch.py.
+// output-activated hardtanh_backward of tools/export_torch.py; on the bundled SqueezeNet the group
+// search of plan_choosing_variants takes some concatenations' variants and not others.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
 
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/plan_variants.hpp>
 #include <memplan/core/variants.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
 #include <memplan/place/default_placer.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 
 using namespace memplan;
@@ -110,5 +113,36 @@ TEST_CASE("bundled MobileNet-V2: the output-activated hardtanh_backward removes 
   const auto mp = plan(r.rewritten, schedule::default_scheduler{} | place::default_placer{});
   CHECK(verify(r.rewritten, mp).ok);
   const auto back = io::parse_plan_with_variants(p, io::plan_to_json(r.rewritten, mp, r.taken).dump());
+  CHECK(verify(back.graph, back.plan).ok);
+}
+
+TEST_CASE("bundled SqueezeNet at half its peak: some concatenations' variants taken, not all, and the plan reads back") {
+  const auto file = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/squeezenet1_0-train-b1.json.gz";
+  if (!std::filesystem::exists(file)) {
+    MESSAGE("data/models/squeezenet1_0-train-b1.json.gz not bundled: skipped");
+    return;
+  }
+  const auto p = io::read_graph(file);
+  plan_context ctx;
+  ctx.budget = plan(p, schedule::default_scheduler{} | place::default_placer{}).stats.peak / 2;
+  ctx.deterministic = true;
+  auto make = [&](const problem& q) {
+    return plan(q, schedule::default_scheduler{} | remat::default_checkpointer{} | place::default_placer{}, ctx);
+  };
+  const auto r = plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 16});
+  INFO(r.note);
+  // 16 from_concatenation variants in 8 groups (one per fire module's concatenation).
+  const auto loose = choose_variants(p, variant_rule::no_peak_higher);
+  REQUIRE(loose.taken.size() == 16);
+  CHECK(detail::variant_groups(p, {}, loose.taken).size() == 8);
+  CHECK(!r.variants.taken.empty());
+  CHECK(r.variants.taken.size() < 16);
+  CHECK(r.plan.arena <= ctx.budget);
+  CHECK(verify(r.variants.rewritten, r.plan).ok);
+  CHECK(r.note.find("groups taken") != std::string::npos);
+  // Better than either whole set by plan_choosing_variants' rules (neither set alone beats it).
+  for (const auto* whole : {&p, &loose.rewritten}) CHECK(detail::better_variant_plan(r.variants.rewritten, r.plan, *whole, make(*whole)));
+  // The plan names its variants; read against the graph file's problem it verifies.
+  const auto back = io::parse_plan_with_variants(p, io::plan_to_json(r.variants.rewritten, r.plan, r.variants.taken).dump());
   CHECK(verify(back.graph, back.plan).ok);
 }

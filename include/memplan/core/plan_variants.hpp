@@ -14,26 +14,57 @@
 //   2. with a timed plan (an offloader), the shorter makespan;
 //   3. the lower cost of the whole step: its op and recompute steps, each at its implementation's cost;
 //   4. the smaller arena; on a tie, the no-step-higher set (fewer rewrites).
-// Both are planned only when the two sets differ; a plan is made at most twice.
+// Both are planned only when the two sets differ. Then, when the second set's own variants fall into
+// two groups or more, a coordinate search goes finer than whole sets (MONeT chooses per op): a group is
+// the variants that read the same tensor instead of their op's own (e.g. one concatenation, read by
+// the ReLU backward ops of its branches), and each group in op order is switched on or off alone, its
+// plan made, and the switch kept when the plan is better by the rules above; at most two passes, and
+// within variant_search's limits (the time counts from the first whole set's plan; a plan starts only
+// while the time left covers the longest of the search's plans so far, or at first the shorter of the
+// two whole sets'). SqueezeNet-1.0 at batch 32, half the traced graph's planned peak (`memplan plan`,
+// defaults): recompute overhead 12.5 -> 11.3 % (docs/monet.md).
 //
 //   auto r = memplan::plan_choosing_variants(graph, [&](const memplan::problem& q) {
 //     return memplan::plan(q, memplan::schedule::default_scheduler{} | memplan::remat::default_checkpointer{} |
 //                                 memplan::place::default_placer{}, {.budget = B});
 //   });
 //   // r.variants.rewritten is the problem r.plan plans; r.variants.taken names the variants.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/format.hpp>
+#include <memplan/core/analysis.hpp>
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/variants.hpp>
 
 namespace memplan {
+
+// The limits of plan_choosing_variants' group search (above).
+struct variant_search {
+  // Wall time (seconds), counted from the first whole set's plan: a plan of the search starts only
+  // while the time left covers what it may take (above). < 0: no time limit (max_plans alone bounds
+  // the work, as deterministic mode needs); 0: no group search.
+  double time_limit_s = 2.0;
+  int max_plans = 16;  // plans the search makes at most (0: none)
+  // And at most this many ops planned in all (each plan counts its problem's ops): work counted, not
+  // timed, so that deterministic mode stays near the whole sets' time on large graphs. Measured with
+  // --deterministic at half the traced peak (batch 32): SqueezeNet-1.0 (190 ops) gets its 16 plans,
+  // 1.1 s in all; GoogLeNet (846 ops, 5-7 s a plan there) took 83-115 s with 16 plans, 4 now.
+  std::int64_t max_ops_planned = 4000;
+};
 
 struct variant_plan {
   variant_rewrite variants;  // what was taken; variants.rewritten is the problem `plan` plans
@@ -49,18 +80,65 @@ inline bool better_variant_plan(const problem& pa, const memory_plan& a, const p
   if (ca != cb) return ca < cb;
   return a.arena < b.arena;
 }
+
+// The groups of the variants in `loose` but not in `strict`: those that read the same tensor instead
+// of their op's own (keyed by its name; a variant that reads none of another's is a group of its own),
+// in op order of each group's first variant.
+inline std::vector<std::vector<variant_choice>> variant_groups(const problem& p, const std::vector<variant_choice>& strict,
+                                                               const std::vector<variant_choice>& loose) {
+  std::vector<std::vector<variant_choice>> groups;
+  std::map<std::string, std::size_t> group_of;
+  for (const auto& c : loose) {
+    if (std::find(strict.begin(), strict.end(), c) != strict.end()) continue;
+    std::string key = "op " + c.op;
+    if (const auto o = p.find_op(c.op))
+      for (const auto& v : p.variants(*o)) {
+        if (v.name != c.implementation) continue;
+        for (const auto& in : v.inputs) {
+          const auto own = p.inputs(*o);
+          if (std::none_of(own.begin(), own.end(), [&](tensor_id t) { return p.tensor_name(t) == in; })) {
+            key = "tensor " + in;
+            break;
+          }
+        }
+        break;
+      }
+    const auto [it, added] = group_of.try_emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(c);
+  }
+  return groups;
+}
+
+// `taken` (any order) applied to p, as choose_variants reports it: in op order, with the ops removed
+// and the given order's peak after.
+inline variant_rewrite rewrite_with(const problem& p, std::vector<variant_choice> taken, std::int64_t given_peak_before) {
+  std::vector<std::pair<op_id, variant_choice>> by_op;
+  for (auto& c : taken) by_op.emplace_back(p.find_op(c.op).value_or(no_id), std::move(c));
+  std::sort(by_op.begin(), by_op.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  variant_rewrite r{p, {}, {}, given_peak_before, 0, {}};
+  for (auto& [o, c] : by_op) r.taken.push_back(std::move(c));
+  r.rewritten = apply_variants(p, r.taken, &r.removed_ops);
+  auto order = given_order(r.rewritten);
+  if (!is_topological(r.rewritten, order)) order = topological_order(r.rewritten);
+  r.given_peak_after = profile(r.rewritten, order).peak;
+  return r;
+}
 }  // namespace detail
 
-// `make_plan(const problem&) -> memory_plan` plans one rewrite (it runs once or twice; give each run a
-// context of its own, e.g. no shared analysis cache).
+// `make_plan(const problem&) -> memory_plan` plans one rewrite (it runs up to 2 + search.max_plans
+// times; give each run a context of its own, e.g. no shared analysis cache).
 template <class MakePlan>
-variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan) {
+variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, const variant_search& search = {}) {
   auto strict = choose_variants(p, variant_rule::no_step_higher);
   auto loose = choose_variants(p, variant_rule::no_peak_higher);
   if (loose.taken == strict.taken) {
     auto mp = make_plan(strict.rewritten);
     return {std::move(strict), std::move(mp), {}};
   }
+  const auto strict_taken = strict.taken, loose_taken = loose.taken;
+  const auto began = deadline::clock::now();
+  const auto since = [](deadline::clock::time_point t0) { return std::chrono::duration<double>(deadline::clock::now() - t0).count(); };
   std::exception_ptr strict_failed;
   std::optional<memory_plan> a, b;  // empty: that set's plan does not meet the limit
   try {
@@ -69,21 +147,107 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan) {
     if (e.code() != errc::infeasible) throw;
     strict_failed = std::current_exception();
   }
+  const double strict_s = since(began);
   try {
     b = make_plan(loose.rewritten);
   } catch (const error& e) {
     if (e.code() != errc::infeasible) throw;
     if (!a) std::rethrow_exception(strict_failed);
   }
+  // What the next plan of the search may take: the shorter of the two above at first (one may have
+  // re-targeted its reducer, as SqueezeNet's second set does: 0.85 s against 0.05 s for every other
+  // plan), then the longest of the search's own.
+  double next_s = std::min(strict_s, since(began) - strict_s);
   const auto what = [](const variant_rewrite& v) { return std::to_string(v.taken.size()) + " variants"; };
   std::string note = "variants: planned with " + what(strict) + " (free at every step) and with " + what(loose) +
                      " (the given order's peak not higher); ";
-  if (b && (!a || detail::better_variant_plan(loose.rewritten, *b, strict.rewritten, *a))) {
-    note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
-    return {std::move(loose), std::move(*b), std::move(note)};
+  const bool second = b && (!a || detail::better_variant_plan(loose.rewritten, *b, strict.rewritten, *a));
+  if (second) note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
+  else note += b ? "kept the first (the better plan)" : "kept the first (the second does not meet the limit)";
+  variant_plan best = second ? variant_plan{std::move(loose), std::move(*b), {}} : variant_plan{std::move(strict), std::move(*a), {}};
+
+  // The group search (see the top of this file), from the better whole set.
+  const auto groups = detail::variant_groups(p, strict_taken, loose_taken);
+  if (groups.size() < 2 || search.max_plans <= 0 || search.time_limit_s == 0.0) {
+    best.note = std::move(note);
+    return best;
   }
-  note += b ? "kept the first (the better plan)" : "kept the first (the second does not meet the limit)";
-  return {std::move(strict), std::move(*a), std::move(note)};
+  std::vector<std::uint8_t> on(groups.size(), second ? 1 : 0);
+  const auto set_of = [&] {
+    auto t = strict_taken;  // always taken
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      if (on[g]) t.insert(t.end(), groups[g].begin(), groups[g].end());
+    return t;
+  };
+  const auto same_set = [](std::vector<variant_choice> x, std::vector<variant_choice> y) {
+    const auto by_name = [](const variant_choice& l, const variant_choice& r) {
+      return std::tie(l.op, l.implementation) < std::tie(r.op, r.implementation);
+    };
+    std::sort(x.begin(), x.end(), by_name);
+    std::sort(y.begin(), y.end(), by_name);
+    return x == y;
+  };
+  int plans = 0, kept = 0;
+  std::int64_t ops_planned = 0;
+  bool stopped = false;
+  for (int pass = 0; pass < 2 && !stopped; ++pass) {
+    bool improved = false;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (plans == search.max_plans || ops_planned + p.num_ops() > search.max_ops_planned ||
+          (search.time_limit_s > 0 && since(began) + next_s > search.time_limit_s)) {
+        stopped = true;
+        break;
+      }
+      on[g] ^= 1;
+      auto taken = set_of();
+      if (same_set(taken, strict_taken) || same_set(taken, loose_taken)) {  // a whole set, planned above
+        on[g] ^= 1;
+        continue;
+      }
+      std::optional<variant_rewrite> r;
+      try {
+        r = detail::rewrite_with(p, std::move(taken), best.variants.given_peak_before);
+      } catch (const error&) {  // these groups together do not run (a cycle): not a candidate
+        on[g] ^= 1;
+        continue;
+      }
+      if (plans++ == 0) next_s = 0.0;
+      ops_planned += r->rewritten.num_ops();
+      const auto t0 = deadline::clock::now();
+      std::optional<memory_plan> mp;
+      try {
+        mp = make_plan(r->rewritten);
+      } catch (const error& e) {
+        if (e.code() != errc::infeasible) throw;
+      }
+      next_s = std::max(next_s, since(t0));
+      if (mp && detail::better_variant_plan(r->rewritten, *mp, best.variants.rewritten, best.plan)) {
+        best.variants = std::move(*r);
+        best.plan = std::move(*mp);
+        improved = true;
+        ++kept;
+      } else {
+        on[g] ^= 1;
+      }
+    }
+    if (!improved) break;
+  }
+  std::size_t groups_on = 0;
+  for (auto x : on) groups_on += x;
+  if (plans == 0 && stopped) {
+    note += "; the " + std::to_string(groups.size()) + " groups of variants were not searched one at a time: the two plans above took " +
+            number_text(since(began)) + " s of the search's " +
+            number_text(search.time_limit_s) + " s";
+    best.note = std::move(note);
+    return best;
+  }
+  note += "; then " + std::to_string(groups.size()) + " groups of variants switched one at a time (" + std::to_string(plans) +
+          (plans == 1 ? " plan" : " plans") + (stopped ? ", stopped by the search's limits" : "") + "): " +
+          (kept == 0 ? "none better, " + std::string(second ? "all" : "none") + " taken"
+                     : std::to_string(groups_on) + " of " + std::to_string(groups.size()) + " groups taken, " +
+                           std::to_string(best.variants.taken.size()) + " variants in all");
+  best.note = std::move(note);
+  return best;
 }
 
 }  // namespace memplan
