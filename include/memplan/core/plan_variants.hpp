@@ -139,21 +139,21 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const auto strict_taken = strict.taken, loose_taken = loose.taken;
   const auto began = deadline::clock::now();
   const auto since = [](deadline::clock::time_point t0) { return std::chrono::duration<double>(deadline::clock::now() - t0).count(); };
+  // A plan, or nothing when it does not meet the limit (its error kept in `failed`).
+  const auto try_plan = [&](const problem& q, std::exception_ptr* failed = nullptr) -> std::optional<memory_plan> {
+    try {
+      return make_plan(q);
+    } catch (const error& e) {
+      if (e.code() != errc::infeasible) throw;
+      if (failed) *failed = std::current_exception();
+      return std::nullopt;
+    }
+  };
   std::exception_ptr strict_failed;
-  std::optional<memory_plan> a, b;  // empty: that set's plan does not meet the limit
-  try {
-    a = make_plan(strict.rewritten);
-  } catch (const error& e) {
-    if (e.code() != errc::infeasible) throw;
-    strict_failed = std::current_exception();
-  }
+  auto a = try_plan(strict.rewritten, &strict_failed);  // empty: that set's plan does not meet the limit
   const double strict_s = since(began);
-  try {
-    b = make_plan(loose.rewritten);
-  } catch (const error& e) {
-    if (e.code() != errc::infeasible) throw;
-    if (!a) std::rethrow_exception(strict_failed);
-  }
+  auto b = try_plan(loose.rewritten);
+  if (!a && !b) std::rethrow_exception(strict_failed);
   // What the next plan of the search may take: the shorter of the two above at first (one may have
   // re-targeted its reducer, as SqueezeNet's second set does: 0.85 s against 0.05 s for every other
   // plan), then the longest of the search's own.
@@ -214,12 +214,7 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
       if (plans++ == 0) next_s = 0.0;
       ops_planned += r->rewritten.num_ops();
       const auto t0 = deadline::clock::now();
-      std::optional<memory_plan> mp;
-      try {
-        mp = make_plan(r->rewritten);
-      } catch (const error& e) {
-        if (e.code() != errc::infeasible) throw;
-      }
+      auto mp = try_plan(r->rewritten);
       next_s = std::max(next_s, since(t0));
       if (mp && detail::better_variant_plan(r->rewritten, *mp, best.variants.rewritten, best.plan)) {
         best.variants = std::move(*r);
