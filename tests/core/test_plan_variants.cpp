@@ -129,7 +129,7 @@ TEST_CASE("plan_choosing_variants keeps the plan that meets the limit, else the 
 }
 
 TEST_CASE("plan_choosing_variants on random training graphs under a budget: verified, never worse than either whole set") {
-  int graphs = 0, both = 0, kept_loose = 0, mixed = 0;
+  int graphs = 0, both = 0, kept_loose = 0, mixed = 0, unsearched = 0;
   for (std::uint64_t seed = 1; seed <= 160; ++seed) {
     const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
     const auto strict = choose_variants(p);
@@ -176,10 +176,18 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
     }
     // Deterministic: the same choice again.
     CHECK(plan_choosing_variants(p, make, search).variants.taken == r.variants.taken);
+    // No room for the search: a whole set, and the note names the limit.
+    if (detail::variant_groups(p, strict.taken, loose.taken).size() >= 2) {
+      const auto none = plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 6, .max_ops_planned = 0});
+      CHECK((none.variants.taken == strict.taken || none.variants.taken == loose.taken));
+      CHECK(none.note.find("not searched one at a time: the search's limit of 0 ops planned") != std::string::npos);
+      ++unsearched;
+    }
   }
   MESSAGE(graphs << " graphs where the sets differ; whole sets planned " << both << "; the no-peak-higher set kept " << kept_loose
                  << ", a mix of its groups " << mixed);
   CHECK(graphs > 5);
   CHECK(both > 6);
   CHECK(mixed > 0);
+  CHECK(unsearched > 0);
 }

@@ -189,15 +189,16 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   };
   int plans = 0, kept = 0;
   std::int64_t ops_planned = 0;
-  bool stopped = false;
-  for (int pass = 0; pass < 2 && !stopped; ++pass) {
+  std::string stopped;  // which limit stopped the search, in words (empty: none)
+  for (int pass = 0; pass < 2 && stopped.empty(); ++pass) {
     bool improved = false;
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (plans == search.max_plans || ops_planned + p.num_ops() > search.max_ops_planned ||
-          (search.time_limit_s > 0 && since(began) + next_s > search.time_limit_s)) {
-        stopped = true;
-        break;
-      }
+      if (plans == search.max_plans) stopped = std::to_string(search.max_plans) + " plans";
+      else if (ops_planned + p.num_ops() > search.max_ops_planned)
+        stopped = std::to_string(search.max_ops_planned) + " ops planned (the graph has " + std::to_string(p.num_ops()) + ")";
+      else if (search.time_limit_s > 0 && since(began) + next_s > search.time_limit_s)
+        stopped = number_text(search.time_limit_s) + " s (" + number_text(since(began)) + " s spent, the next plan may take " + number_text(next_s) + " s)";
+      if (!stopped.empty()) break;
       on[g] ^= 1;
       auto taken = set_of();
       if (same_set(taken, strict_taken) || same_set(taken, loose_taken)) {  // a whole set, planned above
@@ -229,15 +230,13 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   }
   std::size_t groups_on = 0;
   for (auto x : on) groups_on += x;
-  if (plans == 0 && stopped) {
-    note += "; the " + std::to_string(groups.size()) + " groups of variants were not searched one at a time: the two plans above took " +
-            number_text(since(began)) + " s of the search's " +
-            number_text(search.time_limit_s) + " s";
+  if (plans == 0 && !stopped.empty()) {
+    note += "; the " + std::to_string(groups.size()) + " groups of variants were not searched one at a time: the search's limit of " + stopped;
     best.note = std::move(note);
     return best;
   }
   note += "; then " + std::to_string(groups.size()) + " groups of variants switched one at a time (" + std::to_string(plans) +
-          (plans == 1 ? " plan" : " plans") + (stopped ? ", stopped by the search's limits" : "") + "): " +
+          (plans == 1 ? " plan" : " plans") + (stopped.empty() ? "" : ", stopped at the search's limit of " + stopped) + "): " +
           (kept == 0 ? "none better, " + std::string(second ? "all" : "none") + " taken"
                      : std::to_string(groups_on) + " of " + std::to_string(groups.size()) + " groups taken, " +
                            std::to_string(best.variants.taken.size()) + " variants in all");
