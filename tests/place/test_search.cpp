@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <set>
 
 #include <memplan/io/buffers_csv.hpp>
 #include <memplan/place/placers.hpp>
@@ -119,6 +120,59 @@ TEST_CASE("canonical search: feasible exactly at the optimum, under every preord
         CHECK(s.decide(opt, keys, -1, never, offsets) == outcome::found);
       }
     }
+}
+
+TEST_CASE("canonical search: a perfect packing over hundreds of sections is found at its height") {
+  // Lanes of random heights stacked to H, each cut in time into buffers of its height (some lanes one
+  // buffer over the whole horizon, as weights): max load is H at every step, so H is the optimum. The
+  // span checks read section maxima through blocks of 128 sections; these lists have several hundred
+  // sections, which the brute-force instances above never reach. A check that over-counted would prune
+  // the packing: guided by it (preorder "O", the lanes' offsets as the hint) the search must find it,
+  // and unguided it may run out of nodes but must never call H infeasible.
+  using outcome = place::detail::canonical_search::outcome;
+  int sections_seen = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 g(seed);
+    const auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(g); };
+    constexpr std::int64_t steps = 1000;
+    buffer_problem p;
+    std::vector<std::int64_t> lane_offsets;
+    std::int64_t height = 0;
+    const auto lanes = pick(5, 8);
+    for (std::int64_t l = 0; l < lanes; ++l) {
+      const auto size = pick(1, 1000);
+      if (pick(0, 4) == 0) {
+        p.buffers.push_back({0, steps, size});
+        lane_offsets.push_back(height);
+      } else {
+        for (std::int64_t t = 0; t < steps;) {
+          const auto end = std::min(steps, t + pick(1, 30));
+          p.buffers.push_back({t, end, size});
+          lane_offsets.push_back(height);
+          t = end;
+        }
+      }
+      height += size;
+    }
+    std::set<std::int64_t> ends;  // the search's sections: one per distinct end of a buffer
+    for (const auto& b : p.buffers) ends.insert(b.upper);
+    sections_seen = std::max(sections_seen, static_cast<int>(ends.size()));
+    INFO("seed " << seed << ": " << p.buffers.size() << " buffers, " << ends.size() << " sections, height " << height);
+    const auto never = deadline::never();
+    place::detail::canonical_search s(p, never);
+    REQUIRE(s.ready());
+    s.set_hint(lane_offsets);
+    std::vector<std::int64_t> offsets;
+    REQUIRE(s.decide(height, "O", 100'000, never, offsets) == outcome::found);
+    buffer_placement pl;
+    pl.offsets = offsets;
+    pl.arena = place::detail::arena_of(p, offsets);
+    CHECK(!check(p, pl));
+    CHECK(pl.arena == height);
+    CHECK(s.decide(height - 1, "O", 100'000, never, offsets) == outcome::infeasible);
+    for (const char* keys : {"WAT", "TAW"}) CHECK(s.decide(height, keys, 20'000, never, offsets) != outcome::infeasible);
+  }
+  CHECK(sections_seen > 2 * 128);
 }
 
 TEST_CASE("window bounds never exceed the optimum") {
