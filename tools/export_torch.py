@@ -54,6 +54,11 @@ what becomes what:
   multi-output ops (native_batch_norm, convolution_backward, max_pool2d_with_indices, ...) are one
   op with several outputs; outputs that are None are dropped.
   ops whose results are all non-tensors or all views produce nothing and are not written.
+  dropout: by default as PyTorch runs it on the CPU (empty_like, bernoulli_, div_: a float32 mask).
+  --dropout fused traces it as a GPU runs it (F.dropout in training, 0 < p < 1, not in place, takes
+  native_dropout there: a bool mask) and splits each native_dropout in two ops, "memplan.dropout_mask"
+  (x -> mask, random) and "memplan.dropout_apply" (x, mask -> y = x * mask / (1 - p), recomputable);
+  native_dropout_backward reads the mask. meta.dropout says so.
   random ops (bernoulli_, native_dropout, rand*, normal_, ...: the schema's nondeterministic_seeded
   tag, a Generator argument, or a known name) get "recomputable": false, and so does an allocation
   (empty, empty_like, new_empty, ...) whose undefined content some op reads (not one that a fill_,
@@ -198,8 +203,12 @@ def _graph_len():
     raise RuntimeError("no make_fx tracer is active")
 
 
-def trace(model, sample_shape, batch, mode, optimizer, aux_weights, lr=0.01, momentum=0.9):
-    """make_fx the step; returns (GraphModule, placeholder names and kinds, phase boundaries)."""
+def trace(model, sample_shape, batch, mode, optimizer, aux_weights, lr=0.01, momentum=0.9, dropout="cpu"):
+    """make_fx the step; returns (GraphModule, placeholder names and kinds, phase boundaries).
+
+    dropout "fused": F.dropout runs as on a GPU (at::dropout takes the fused native_dropout there when
+    training, 0 < p < 1 and not in place: a bool mask), not as PyTorch's CPU path (empty_like,
+    bernoulli_, div_: a float mask)."""
     import torch
     import torch.nn.functional as F
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -272,6 +281,16 @@ def trace(model, sample_shape, batch, mode, optimizer, aux_weights, lr=0.01, mom
         return real_fallback(fake_mode, func, *rest, **kw)
 
     fake_tensor.run_fallback_kernel = recording_fallback
+    real_dropout = F.dropout
+
+    def fused_dropout(input, p=0.5, training=True, inplace=False):
+        if training and 0 < p < 1 and not inplace and input.numel() > 0:  # is_fused_kernel_acceptable
+            return torch.native_dropout(input, p, True)[0]
+        return real_dropout(input, p, training, inplace)
+
+    if dropout == "fused":
+        # nn.Dropout and multi_head_attention_forward look F.dropout up at each call
+        F.dropout = fused_dropout
     try:
         gm = make_fx(step, tracing_mode="fake")(plist, blist, mlist, x, y)
     except Exception as e:  # name the model and keep PyTorch's message
@@ -281,6 +300,7 @@ def trace(model, sample_shape, batch, mode, optimizer, aux_weights, lr=0.01, mom
         raise SystemExit(f"export_torch.py: tracing failed: {type(e).__name__}: {e}{hint}")
     finally:
         fake_tensor.run_fallback_kernel = real_fallback
+        F.dropout = real_dropout
     boundaries["fallback_kernels"] = fallbacks
     return gm, names, boundaries
 
@@ -364,6 +384,10 @@ RANDOM_OPS = {"bernoulli", "bernoulli_", "native_dropout", "_fused_dropout", "dr
 BN_TRAIN_OPS = {"native_batch_norm": (3, 4, 5), "cudnn_batch_norm": (3, 4, 5), "miopen_batch_norm": (3, 4, 5),
                 "_native_batch_norm_legit": (3, 4, 5)}
 BN_UPDATE_OP = "memplan.batch_norm_running_stats"
+# native_dropout (x -> y, bool mask) is split in two ops, as the batch norm is: the mask (random, not
+# recomputable) and y = x * mask / (1 - p) (recomputable from x and the mask, as native_dropout_backward
+# computes it), so that a plan can drop y and keep the 1-byte mask.
+DROPOUT_MASK_OP, DROPOUT_APPLY_OP = "memplan.dropout_mask", "memplan.dropout_apply"
 
 
 def is_random(node):
@@ -688,6 +712,21 @@ def convert(gm, names, boundaries, graph_name, meta, cost_mode="seconds"):
             undefined.add(op_id)
         if overwritten:
             not_read[op_id] = overwritten
+        if opname == "native_dropout" and sorted(out_tid) == [0, 1] and len(inputs) == 1:
+            # y = out 0, mask = out 1; the mask op reads x for its shape only (bytes: the mask written)
+            y, mask = out_tid[0], out_tid[1]
+            n = float(math.prod(tensor_of[y]["shape"]))  # elements
+            mask_op = {"id": op_id, "op": DROPOUT_MASK_OP, "inputs": list(inputs), "outputs": [mask], "phase": ph}
+            mask_op.update(op_cost(DROPOUT_MASK_OP, None, n, tensor_of[mask]["bytes"], cost_mode))
+            mask_op["recomputable"] = False
+            ops.append(mask_op)
+            apply_op = {"id": f"o{len(ops)}", "op": DROPOUT_APPLY_OP, "inputs": [inputs[0], mask], "outputs": [y],
+                        "phase": ph}
+            apply_op.update(op_cost(DROPOUT_APPLY_OP, None, 2 * n,
+                                    tensor_of[inputs[0]]["bytes"] + tensor_of[mask]["bytes"] + tensor_of[y]["bytes"],
+                                    cost_mode))
+            ops.append(apply_op)
+            continue
         ops.append(op)
 
         if bn_stats:
@@ -837,13 +876,16 @@ def export(args):
     image_size = args.image_size or (299 if model_name == "inception_v3" else 224)
     model, sample_shape, aux_weights = build_model(model_name, image_size, args.seq_len, not args.no_aux)
     optimizer = args.optimizer if args.mode == "train" else "none"
-    gm, names, boundaries = trace(model, sample_shape, args.batch, args.mode, args.optimizer, aux_weights)
+    gm, names, boundaries = trace(model, sample_shape, args.batch, args.mode, args.optimizer, aux_weights,
+                                  dropout=args.dropout)
     name = f"{model_name}-{'train' if args.mode == 'train' else 'infer'}-b{args.batch}"
     meta = {"model": model_name, "mode": args.mode, "batch": args.batch, "input_shape": [args.batch] + sample_shape,
             "optimizer": optimizer, "cost_unit": args.cost, "cost_model": cost_model_meta(args.cost),
             "torch": torch.__version__, "exporter": f"tools/export_torch.py v{EXPORTER_VERSION}"}
     if model_name in ("googlenet", "inception_v3"):
         meta["aux_logits"] = not args.no_aux
+    if args.dropout == "fused":
+        meta["dropout"] = "fused: native_dropout as on a GPU (bool mask), split into memplan.dropout_mask + memplan.dropout_apply"
     graph = convert(gm, names, boundaries, name, meta, args.cost)
     try:
         memplan_graph.validate(graph)
@@ -871,6 +913,9 @@ def main(argv=None):
     p.add_argument("--cost", choices=["seconds", "flops"], default="seconds",
                    help="seconds (default): roofline time on the reference device, with the cuDNN algorithm model "
                         "of convolutions (workspace, implementations); flops: FLOP counts, workspace 0")
+    p.add_argument("--dropout", choices=["cpu", "fused"], default="cpu",
+                   help="cpu (default): dropout as PyTorch runs it on the CPU (bernoulli_, a float32 mask); fused: as on "
+                        "a GPU (native_dropout, a bool mask, 4x smaller), split into a mask op and an apply op")
     p.add_argument("--no-aux", action="store_true",
                    help="build googlenet/inception_v3 with aux_logits=False")
     p.add_argument("-o", "--output", help="output file (.json or .json.gz)")

@@ -11,7 +11,7 @@ the convolution algorithm model (defaults, workspaces by hand, admission rules),
 ops not recomputable, an inference graph without backward, update or labels, and MobileNet-V2's
 output-activated hardtanh_backward variants (exact: checked bit for bit with PyTorch), and
 SqueezeNet's from_concatenation variants (a ReLU backward reading its slice of the cat instead of
-the branch output it saved).
+the branch output it saved), and --dropout fused (bool masks split off native_dropout).
 """
 
 import os
@@ -191,6 +191,29 @@ def main(argv):
     empties = [o for o in g["ops"] if o["op"] == "aten.empty_like"]
     check(len(empties) == 8 and all(o.get("recomputable", True) for o in empties),
           "train: dropout's empty_like (overwritten whole by bernoulli_) stays recomputable")
+
+    # --dropout fused: as on a GPU, native_dropout with a bool mask, split into mask + apply ops
+    gf, TF = export("transformer-train-b2-fused.json", "--model", "transformer", "--batch", "2", "--dropout", "fused")
+    masks = [o for o in gf["ops"] if o["op"] == "memplan.dropout_mask"]
+    applies = [o for o in gf["ops"] if o["op"] == "memplan.dropout_apply"]
+    backs = [o for o in gf["ops"] if o["op"] == "aten.native_dropout_backward"]
+    check(len(masks) == 8 and [o for o in gf["ops"] if o.get("recomputable") is False] == masks,
+          "fused dropout: 8 mask ops, the only ops not recomputable")
+    check(len(applies) == 8 and all(a["inputs"] == [m["inputs"][0], m["outputs"][0]] and a["outputs"] != m["outputs"]
+                                    and int(a["id"][1:]) == int(m["id"][1:]) + 1 for m, a in zip(masks, applies)),
+          "fused dropout: each apply op reads x and its mask, right after the mask op")
+    check(all(TF[m["outputs"][0]]["dtype"] == "bool" and 4 * TF[m["outputs"][0]]["bytes"] == TF[a["outputs"][0]]["bytes"]
+              for m, a in zip(masks, applies)), "fused dropout: bool masks, a quarter of the float output's bytes")
+    n = TF[masks[0]["outputs"][0]]["bytes"]  # elements of the first (attention) dropout
+    check(n == 2 * 8 * 128 * 128 and masks[0]["cost"] == round6(n / B) and applies[0]["cost"] == round6(9 * n / B),
+          "fused dropout: costs by hand (mask: n bytes written; apply: 4n + n read, 4n written)")
+    check(len(backs) == 8 and sorted(b["inputs"][1] for b in backs) == sorted(m["outputs"][0] for m in masks),
+          "fused dropout: native_dropout_backward reads the masks")
+    check(not any(o["op"] in ("aten.bernoulli_", "aten.native_dropout") for o in gf["ops"]),
+          "fused dropout: no bernoulli_ left, native_dropout split")
+    check(memplan_graph.given_order_peak(gf)["peak"] < memplan_graph.given_order_peak(g)["peak"],
+          "fused dropout: given-order peak below the CPU path's")
+    check(gf["meta"].get("dropout", "").startswith("fused") and "dropout" not in g["meta"], "meta.dropout names the fused path")
 
     g, T = export("transformer-infer-b2.json", "--model", "transformer", "--batch", "2", "--mode", "inference")
     check(all(o["phase"] == "forward" for o in g["ops"]), "inference: forward ops only")
