@@ -16,6 +16,7 @@
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/io/json.hpp>
+#include "../support/bundled_model.hpp"
 
 namespace fs = std::filesystem;
 
@@ -34,13 +35,7 @@ std::string slurp(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The path of a bundled model (data/models/FILE), or empty, with a message, when it is not bundled.
-std::string bundled_model(const std::string& file) {
-  const auto path = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/" + file;
-  if (fs::exists(path)) return path;
-  MESSAGE("data/models/" << file << " not bundled: skipped");
-  return {};
-}
+using memplan::testing::bundled_model;
 
 // A scratch directory per test case, removed at the end.
 struct scratch {

@@ -15,13 +15,12 @@
 #include <memplan/io/json.hpp>
 #include <memplan/schedule/given.hpp>
 
+#include "../support/bundled_model.hpp"
 #include "../support/stack_placer.hpp"
 
 using namespace memplan;
 
 namespace {
-
-std::string model(const std::string& file) { return std::string(MEMPLAN_SOURCE_DIR) + "/data/models/" + file; }
 
 std::int32_t step_of(const memory_plan& mp, step_kind k, std::int32_t id) {
   for (std::size_t i = 0; i < mp.steps.size(); ++i)
@@ -70,11 +69,8 @@ memory_plan with_recompute(const problem& p, const memory_plan& good, tensor_id 
 }  // namespace
 
 TEST_CASE("bundled resnet18 training: batch norm + relu_ recompute for the backward pass, the stats update never") {
-  const auto path = model("resnet18-train-b1.json.gz");
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("resnet18-train-b1 not bundled: skipped");
-    return;
-  }
+  const auto path = testing::bundled_model("resnet18-train-b1.json.gz");
+  if (path.empty()) return;
   const auto p = io::read_graph(path);
   CHECK(p.cost_unit() == "seconds");
   const auto good = stack_plan(p);
@@ -117,11 +113,8 @@ TEST_CASE("bundled resnet18 training: batch norm + relu_ recompute for the backw
 }
 
 TEST_CASE("bundled transformer training: dropout masks are never recomputed") {
-  const auto path = model("transformer-train-b1.json.gz");
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("transformer-train-b1 not bundled: skipped");
-    return;
-  }
+  const auto path = testing::bundled_model("transformer-train-b1.json.gz");
+  if (path.empty()) return;
   const auto p = io::read_graph(path);
   const auto good = stack_plan(p);
   REQUIRE(verify(p, good).ok);

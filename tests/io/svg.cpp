@@ -13,6 +13,7 @@
 #include <memplan/io/svg.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/given.hpp>
+#include "../support/bundled_model.hpp"
 #include "io_support.hpp"
 
 using iotest::data_dir;
@@ -200,11 +201,8 @@ TEST_CASE("names with XML specials are escaped") {
 }
 
 TEST_CASE("heap map of a bundled model stays compact") {
-  const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b32.json.gz";
-  if (!std::ifstream(path)) {
-    MESSAGE("resnet18-train-b32 not bundled: skipped");
-    return;
-  }
+  const auto path = testing::bundled_model("resnet18-train-b32.json.gz");
+  if (path.empty()) return;
   const auto p = io::read_graph(path);
   const auto mp = greedy_by_size_plan(p);
   const auto svg = io::heap_svg(p, mp);

@@ -19,6 +19,8 @@
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 
+#include "../support/bundled_model.hpp"
+
 using namespace memplan;
 
 namespace {
@@ -98,11 +100,8 @@ TEST_CASE("a plan names its variants and verifies against the graph file it came
 }
 
 TEST_CASE("bundled MobileNet-V2: the output-activated hardtanh_backward removes the 35 saved clones") {
-  const auto file = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/mobilenet_v2-train-b1.json.gz";
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("data/models/mobilenet_v2-train-b1.json.gz not bundled: skipped");
-    return;
-  }
+  const auto file = testing::bundled_model("mobilenet_v2-train-b1.json.gz");
+  if (file.empty()) return;
   const auto p = io::read_graph(file);
   const auto r = choose_variants(p);
   CHECK(r.taken.size() == 35);
@@ -117,11 +116,8 @@ TEST_CASE("bundled MobileNet-V2: the output-activated hardtanh_backward removes 
 }
 
 TEST_CASE("bundled SqueezeNet at half its peak: some concatenations' variants taken, not all, and the plan reads back") {
-  const auto file = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/squeezenet1_0-train-b1.json.gz";
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("data/models/squeezenet1_0-train-b1.json.gz not bundled: skipped");
-    return;
-  }
+  const auto file = testing::bundled_model("squeezenet1_0-train-b1.json.gz");
+  if (file.empty()) return;
   const auto p = io::read_graph(file);
   plan_context ctx;
   ctx.budget = plan(p, schedule::default_scheduler{} | place::default_placer{}).stats.peak / 2;
