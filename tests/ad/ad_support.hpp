@@ -2,13 +2,14 @@
 // Small helpers the memplan::ad tests share (one definition: the tests of this folder build as one
 // translation unit).
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include <memplan/ad/kernel_facts.hpp>
 #include <memplan/ad/program_types.hpp>
 #include <memplan/ad/tensor.hpp>
+
+#include "../support/same_bits.hpp"
 
 namespace adtest {
 
@@ -30,8 +31,6 @@ inline memplan::ad::node make(memplan::ad::kernel k, memplan::ad::node_attr a) {
   return n;
 }
 
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using memplan::testing::same_bits;
 
 }  // namespace adtest

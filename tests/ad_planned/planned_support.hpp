@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -32,6 +31,8 @@
 #include "../support/sanitizer_scale.hpp"
 
 #include "../support/milp_backend.hpp"
+
+#include "../support/same_bits.hpp"
 
 namespace adplanned {
 
@@ -102,9 +103,7 @@ inline eager_reference eager_training(const case_model& c, int steps, std::uint6
   return ref;
 }
 
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using memplan::testing::same_bits;
 
 // Trains under (scheduler, placer) with poisoning and checks, bit for bit, every loss and the final
 // weights + optimizer state against the eager reference; the arena high-water equals the plan's arena.

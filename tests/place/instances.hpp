@@ -10,7 +10,9 @@
 #include <memplan/place/detail/support.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 
-namespace memplan::place::testing {
+// In memplan::testing with the other test helpers: the test executables are grouped into a few
+// translation units (tests/CMakeLists.txt), where a second `testing` namespace would make `testing::` ambiguous.
+namespace memplan::testing {
 
 struct instance_options {
   int buffers = 20;
@@ -22,9 +24,9 @@ struct instance_options {
   bool zero_sizes = false;   // some buffers of size 0
 };
 
-inline buffer_problem random_instance(std::uint64_t seed, const instance_options& o) {
+inline place::buffer_problem random_instance(std::uint64_t seed, const instance_options& o) {
   std::mt19937_64 g(seed);
-  buffer_problem p;
+  place::buffer_problem p;
   p.alignment = o.global_alignment;
   for (int i = 0; i < o.buffers; ++i) {
     buffer b;
@@ -37,7 +39,7 @@ inline buffer_problem random_instance(std::uint64_t seed, const instance_options
     p.buffers.push_back(b);
   }
   if (o.pinned > 0) {
-    const auto pl = greedy_by_size{}.place(p);
+    const auto pl = place::greedy_by_size{}.place(p);
     std::bernoulli_distribution pin(o.pinned);
     for (std::size_t i = 0; i < p.buffers.size(); ++i)
       if (pin(g)) p.buffers[i].fixed_offset = pl.offsets[i];
@@ -50,11 +52,11 @@ inline buffer_problem random_instance(std::uint64_t seed, const instance_options
 // them in that order, each one's optimal offset is still feasible (every earlier buffer overlapping it
 // in time sits at or below its optimal offset, hence below it), so the lowest feasible offset is at or
 // below it, and by induction the arena never exceeds the optimum.
-inline std::int64_t brute_force_arena(const buffer_problem& p) {
-  auto perm = detail::free_buffers(p);
+inline std::int64_t brute_force_arena(const place::buffer_problem& p) {
+  auto perm = place::detail::free_buffers(p);
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
   do {
-    const auto off = detail::place_in_order(p, perm, detail::fit::first);
+    const auto off = place::detail::place_in_order(p, perm, place::detail::fit::first);
     std::int64_t a = 0;
     for (std::size_t i = 0; i < p.buffers.size(); ++i) a = std::max(a, off[i] + p.buffers[i].size);
     best = std::min(best, a);
@@ -74,4 +76,4 @@ inline std::vector<instance_options> small_instance_kinds() {
   };
 }
 
-}  // namespace memplan::place::testing
+}  // namespace memplan::testing

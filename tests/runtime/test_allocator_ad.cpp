@@ -32,7 +32,7 @@ using namespace memplan;
 using namespace memplan::runtime;
 
 namespace {
-std::vector<ad::model> models() {
+std::vector<ad::model> allocator_models() {
   std::vector<ad::model> m;
   m.push_back(ad::models::mlp({.batch = 16, .hidden = 32}, ad::sgd{0.1f, 0.9f}));
   m.push_back(ad::models::mlp({.batch = 8, .hidden = 16, .layers = 1}, ad::adam{}));
@@ -47,7 +47,7 @@ std::vector<std::int32_t> program_order(const ad::program& p) {
 }  // namespace
 
 TEST_CASE("record -> plan -> replay trains bitwise like the eager runner") {
-  for (const auto& m : models()) {
+  for (const auto& m : allocator_models()) {
     CAPTURE(m.step.name);
     const auto order = program_order(m.step);
     ad::eager_runner eager(m.step);
@@ -80,7 +80,7 @@ TEST_CASE("record -> plan -> replay trains bitwise like the eager runner") {
 }
 
 TEST_CASE("a replaying resource built from a memory plan serves the framework's allocations at the plan's offsets") {
-  for (const auto& m : models()) {
+  for (const auto& m : allocator_models()) {
     CAPTURE(m.step.name);
     for (int which = 0; which < 2; ++which) {
       const auto pp = which == 0 ? ad::plan_program(m.step, schedule::given{} | place::greedy_by_size{})
@@ -166,7 +166,7 @@ TEST_CASE("recorded at batches 8 and 16, one symbolic plan replays a training st
 }
 
 TEST_CASE("a scoped trace becomes a dataflow graph whose given order has the trace's live peak") {
-  for (const auto& m : models()) {
+  for (const auto& m : allocator_models()) {
     CAPTURE(m.step.name);
     test::pmr_runner run(m.step);
     recording_resource rec;

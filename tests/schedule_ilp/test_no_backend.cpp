@@ -40,7 +40,7 @@ TEST_CASE("schedule::olla_ilp without a backend falls back to default_scheduler 
 
 TEST_CASE("place::olla_ilp without a backend falls back to default_placer and says so") {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    const auto bp = place::testing::random_instance(seed, {.buffers = 30, .steps = 12, .max_size = 50});
+    const auto bp = testing::random_instance(seed, {.buffers = 30, .steps = 12, .max_size = 50});
     const place::default_placer det{.time_limit_s = 1e9, .node_limit = 20000};  // deterministic budget
     const auto r = place::olla_ilp{.warm_start = det}.place(bp);
     const auto d = det.place(bp);

@@ -13,12 +13,12 @@ using namespace memplan;
 using namespace memplan::place;
 
 TEST_CASE("place::olla_ilp (CBC): equals brute force on small instances (no pre-placement)") {
-  const auto kinds = place::testing::small_instance_kinds();
+  const auto kinds = testing::small_instance_kinds();
   int closed = 0;
   for (std::size_t k = 0; k < kinds.size(); ++k)
     for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-      const auto p = place::testing::random_instance(seed * 31 + k, kinds[k]);
-      const auto opt = place::testing::brute_force_arena(p);
+      const auto p = testing::random_instance(seed * 31 + k, kinds[k]);
+      const auto opt = testing::brute_force_arena(p);
       const auto warm = greedy_by_size{}.place(p);
       const auto pl = olla_ilp{.backend = solver::cbc{}, .time_limit_s = 60, .preplace = false, .warm_start = greedy_by_size{}}.place(p);
       INFO("kind " << k << " seed " << seed << ": " << pl.note);
@@ -34,7 +34,7 @@ TEST_CASE("place::olla_ilp (CBC): equals brute force on small instances (no pre-
 
 TEST_CASE("place::olla_ilp (CBC): with pyramid pre-placement (§4.5) valid, never worse than the warm start") {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    const auto p = place::testing::random_instance(seed, {.buffers = 12, .steps = 10, .max_size = 30});
+    const auto p = testing::random_instance(seed, {.buffers = 12, .steps = 10, .max_size = 30});
     const auto warm = greedy_by_size{}.place(p);
     const auto pl = olla_ilp{.backend = solver::cbc{}, .time_limit_s = 60, .warm_start = greedy_by_size{}}.place(p);
     INFO("seed " << seed << ": " << pl.note);
@@ -72,7 +72,7 @@ TEST_CASE("place::olla_ilp (CBC): OLLA Figure 4, the MILP leaves the gap between
 }
 
 TEST_CASE("place::olla_ilp (CBC): size guard falls back with a note") {
-  const auto p = place::testing::random_instance(5, {.buffers = 40, .steps = 6, .max_size = 100});
+  const auto p = testing::random_instance(5, {.buffers = 40, .steps = 6, .max_size = 100});
   const auto warm = bump{}.place(p);
   REQUIRE(warm.arena > arena_lower_bound(p));  // a solve would be needed
   const auto pl = olla_ilp{.backend = solver::cbc{}, .preplace = false, .max_binaries = 3, .warm_start = bump{}}.place(p);
