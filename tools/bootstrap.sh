@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine (as root) for memplan: installs the Debian packages the build
 # needs when they are missing, then configures and builds one CMake preset (default: "default").
-# Usage: tools/bootstrap.sh [PRESET] [--with-torch] [--target TARGET]   (TARGET: build only that, e.g. memplan_cli)
+# Usage: tools/bootstrap.sh [PRESET] [--with-torch] [--target TARGET] [-DVAR=VALUE ...]
+#   (TARGET: build only that, e.g. memplan_cli; -D: cache variables on top of the preset's)
 # Progress goes to standard error: what is installed (apt's "Setting up" lines) and the build's [n/N] lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=default
 with_torch=0
 targets=()
+defines=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-torch) with_torch=1 ;;
     --target) targets+=(--target "$2"); shift ;;
+    -D*) defines+=("$1") ;;
     *) preset="$1" ;;
   esac
   shift
@@ -37,7 +40,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-echo "memplan bootstrap: configure preset '$preset'" >&2
-cmake --preset "$preset" >/dev/null
+echo "memplan bootstrap: configure preset '$preset'${defines[*]:+ with ${defines[*]}}" >&2
+cmake --preset "$preset" "${defines[@]}" >/dev/null
 echo "memplan bootstrap: build ${targets[*]:-everything} with $jobs jobs" >&2
 cmake --build --preset "$preset" -j "$jobs" "${targets[@]}" >&2
