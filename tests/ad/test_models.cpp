@@ -2,6 +2,7 @@
 // tasks with the eager runner (thresholds stated in each test).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <memplan/ad/models/mlp.hpp>
 #include <memplan/ad/models/transformer.hpp>
 
+#include "../support/sanitizer_scale.hpp"
 #include "grad_check.hpp"
 
 using namespace memplan::ad;
@@ -29,14 +31,24 @@ std::function<void(eager_runner&)> random_feed(const model& m, std::uint64_t see
   };
 }
 
+// Under the sanitizer a tenth of the steps and test batches: the same kernels run instrumented; the
+// accuracies are the default build's claim and are checked there only (learned()).
 template <class Task>
 double train_and_evaluate(const model& m, Task task, int steps, int test_batches, float* final_loss = nullptr) {
+  steps = memplan::testing::full_or_sanitized(steps, steps / 10);
+  test_batches = memplan::testing::full_or_sanitized(test_batches, std::max(1, test_batches / 8));
   eager_runner r(m.step);
   data_stream<Task> train(task, 1001), test(task, 2002);
   float loss = 0.0f;
   for (int s = 0; s < steps; ++s) loss = train_step(r, m, train);
   if (final_loss) *final_loss = loss;
   return evaluate(r, m, test, test_batches);
+}
+
+// The accuracy check of a learning test: the full run's figure, in the default build.
+bool learned(double accuracy, double at_least, float final_loss) {
+  if (memplan::testing::under_sanitizer) return std::isfinite(final_loss);
+  return accuracy >= at_least;
 }
 }  // namespace
 
@@ -102,7 +114,7 @@ TEST_CASE("learning: MLP on two spirals reaches >= 95% test accuracy in 1500 Ada
   float loss = 0;
   const double acc = train_and_evaluate(m, two_spirals{}, 1500, 16, &loss);
   MESSAGE("two-spirals MLP: test accuracy " << acc << ", final training loss " << loss);
-  CHECK(acc >= 0.95);
+  CHECK(learned(acc, 0.95, loss));
 }
 
 TEST_CASE("learning: MLP with SGD + momentum on two spirals reaches >= 90% in 3000 steps") {
@@ -110,7 +122,7 @@ TEST_CASE("learning: MLP with SGD + momentum on two spirals reaches >= 90% in 30
   float loss = 0;
   const double acc = train_and_evaluate(m, two_spirals{}, 3000, 16, &loss);
   MESSAGE("two-spirals MLP (SGD momentum): test accuracy " << acc << ", final training loss " << loss);
-  CHECK(acc >= 0.90);
+  CHECK(learned(acc, 0.90, loss));
 }
 
 TEST_CASE("learning: residual CNN on 16x16 shapes reaches >= 90% test accuracy in 80 Adam steps") {
@@ -118,7 +130,7 @@ TEST_CASE("learning: residual CNN on 16x16 shapes reaches >= 90% test accuracy i
   float loss = 0;
   const double acc = train_and_evaluate(m, shapes16{}, 80, 8, &loss);
   MESSAGE("shapes16 CNN: test accuracy " << acc << ", final training loss " << loss);
-  CHECK(acc >= 0.90);
+  CHECK(learned(acc, 0.90, loss));
 }
 
 TEST_CASE("learning: transformer on repeated-token sequences reaches >= 85% test accuracy in 800 Adam steps") {
@@ -126,7 +138,7 @@ TEST_CASE("learning: transformer on repeated-token sequences reaches >= 85% test
   float loss = 0;
   const double acc = train_and_evaluate(m, repeated_token{8, 16}, 800, 16, &loss);
   MESSAGE("repeated-token transformer: test accuracy " << acc << ", final training loss " << loss);
-  CHECK(acc >= 0.85);
+  CHECK(learned(acc, 0.85, loss));
 }
 
 namespace {

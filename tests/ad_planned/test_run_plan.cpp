@@ -135,21 +135,26 @@ TEST_CASE("planned learning: residual CNN on shapes16 under the default plan rea
   ad::data_stream<ad::shapes16> de(ad::shapes16{}, 1001), dp(ad::shapes16{}, 1001);
   int equal_losses = 0;
   float loss = 0;
-  for (int s = 0; s < 80; ++s) {
+  // Under the sanitizer fewer steps and test batches: the bitwise equalities still hold step by step
+  // and the code paths are the same; the accuracy is the default build's claim.
+  const int steps = testing::full_or_sanitized(80, 12), test_batches = testing::full_or_sanitized(8, 2);
+  for (int s = 0; s < steps; ++s) {
     const float le = ad::train_step(e, m, de), lp = ad::train_step(p, m, dp);
     equal_losses += std::memcmp(&le, &lp, sizeof le) == 0;
     loss = lp;
   }
-  CHECK(equal_losses == 80);
+  CHECK(equal_losses == steps);
   const auto eager_peak = e.peak_bytes();  // of a full training step (evaluate below runs forward only)
   CHECK(same_bits(ad::read_state(m.step, e), ad::read_state(m.step, p)));
   ad::data_stream<ad::shapes16> te(ad::shapes16{}, 2002), tp(ad::shapes16{}, 2002);
-  const double acc_e = ad::evaluate(e, m, te, 8), acc_p = ad::evaluate(p, m, tp, 8);
+  const double acc_e = ad::evaluate(e, m, te, test_batches), acc_p = ad::evaluate(p, m, tp, test_batches);
   MESSAGE("shapes16 CNN under the default plan: test accuracy " << acc_p << " (eager " << acc_e << "), final loss " << loss
                                                                 << ", arena " << p.plan().arena << " B vs eager peak "
                                                                 << eager_peak << " B");
   CHECK(acc_p == acc_e);
-  CHECK(acc_p >= 0.90);
+  if (!testing::under_sanitizer) {
+    CHECK(acc_p >= 0.90);
+  }
   // The eager runner's peak is the memory rule's peak of the given order, which the planner computed too.
   CHECK(p.plan().stats.given_peak == eager_peak);
   MESSAGE("plan: peak " << p.plan().stats.peak << " B (given order " << p.plan().stats.given_peak << " B), arena "

@@ -110,19 +110,24 @@ TEST_CASE("implementation choice: the residual CNN learns shapes16 (>= 90%) with
   ad::data_stream<ad::shapes16> de(ad::shapes16{}, 1001), dp(ad::shapes16{}, 1001);
   int equal_losses = 0;
   float loss = 0;
-  for (int s = 0; s < 80; ++s) {
+  // Under the sanitizer fewer steps and test batches: the bitwise equalities still hold step by step
+  // and the code paths are the same; the accuracy is the default build's claim.
+  const int steps = testing::full_or_sanitized(80, 12), test_batches = testing::full_or_sanitized(8, 2);
+  for (int s = 0; s < steps; ++s) {
     const float le = ad::train_step(e, c.m, de), lp = ad::train_step(p, c.m, dp);
     equal_losses += std::memcmp(&le, &lp, sizeof le) == 0;
     loss = lp;
   }
-  CHECK(equal_losses == 80);
+  CHECK(equal_losses == steps);
   CHECK(adplanned::same_bits(ad::read_state(c.m.step, e), ad::read_state(c.m.step, p)));
   ad::data_stream<ad::shapes16> te(ad::shapes16{}, 2002), tp(ad::shapes16{}, 2002);
-  const double acc_e = ad::evaluate(e, c.m, te, 8), acc_p = ad::evaluate(p, c.m, tp, 8);
+  const double acc_e = ad::evaluate(e, c.m, te, test_batches), acc_p = ad::evaluate(p, c.m, tp, test_batches);
   MESSAGE("shapes16 CNN, " << non_default << " of " << choices.size() << " nodes on a non-default implementation: test accuracy "
                            << acc_p << " (eager " << acc_e << "), final loss " << loss << ", arena " << mp.arena << " B");
   CHECK(acc_p == acc_e);
-  CHECK(acc_p >= 0.90);
+  if (!testing::under_sanitizer) {
+    CHECK(acc_p >= 0.90);
+  }
 }
 
 namespace {

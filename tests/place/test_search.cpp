@@ -12,6 +12,7 @@
 #include <memplan/place/window_bound.hpp>
 
 #include "instances.hpp"
+#include "../support/sanitizer_scale.hpp"
 
 using namespace memplan;
 using namespace memplan::place;
@@ -177,7 +178,8 @@ TEST_CASE("canonical search: a perfect packing over hundreds of sections is foun
 
 TEST_CASE("window bounds never exceed the optimum") {
   int above_max_load = 0, total = 0;
-  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+  // Under the sanitizer every third seed (the brute force is the cost).
+  for (std::uint64_t seed = 1; seed <= 120; seed += memplan::testing::sanitizer_stride(3)) {
     // Per-buffer alignments: small random lists whose optimum lies above the (aligned) max load.
     const auto p = random_instance(seed, {.buffers = 7, .steps = 6, .max_size = 64, .alignments = true});
     const auto opt = brute_force_arena(p);

@@ -65,10 +65,14 @@ std::int64_t count(const memory_plan& mp, step_kind k) {
 TEST_CASE("every checkpointer gives verified plans within the budget, or says it cannot") {
   int met = 0, refused = 0, below_peak = 0;
   const auto fractions = testing::under_sanitizer ? std::vector<double>{0.8, 0.45} : std::vector<double>{1.0, 0.8, 0.6, 0.45};
+  std::size_t pair = 0;  // (graph, checkpointer): under the sanitizer each pair takes one of the two fractions, in turn
   for (const auto& p : graphs()) {
     const auto a0 = no_recompute_arena(p);
     for (const auto& name : checkpointers().names()) {
-      for (double f : fractions) {
+      const auto first = pair++;
+      for (std::size_t fi = 0; fi < fractions.size(); ++fi) {
+        if (testing::under_sanitizer && (first + fi) % 2 != 0) continue;
+        const double f = fractions[fi];
         CAPTURE(p.name());
         CAPTURE(name);
         CAPTURE(f);
@@ -92,7 +96,7 @@ TEST_CASE("every checkpointer gives verified plans within the budget, or says it
     }
   }
   MESSAGE(met << " budgets met (" << below_peak << " below the no-recompute arena), " << refused << " refused with the reason");
-  CHECK(below_peak > testing::full_or_sanitized(20, 10));
+  CHECK(below_peak > testing::full_or_sanitized(20, 5));
 }
 
 TEST_CASE("budgets at and above the no-recompute arena recompute nothing, below the op-local bound is infeasible") {
