@@ -22,6 +22,10 @@ inline constexpr bool under_sanitizer = false;
 // `k` under the sanitizer, 1 otherwise: the step of a sweep over instances.
 constexpr std::size_t sanitizer_stride(std::size_t k) { return under_sanitizer ? k : 1; }
 
+// Whether a sweep over (row, column) pairs, e.g. budget x policy, leaves this pair out: under the
+// sanitizer it keeps a checkerboard (every row and every column still run, half the pairs), otherwise all.
+constexpr bool sanitizer_skips(std::size_t row, std::size_t column) { return under_sanitizer && (row + column) % 2 != 0; }
+
 // `sanitized` under the sanitizer, `full` otherwise (counts of random instances, training steps).
 template <class T>
 constexpr T full_or_sanitized(T full, T sanitized) {
