@@ -3,6 +3,9 @@
 // cut the work short but still return valid placements (no timing assertions: only validity).
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+
+#include <functional>
 #include <random>
 #include <set>
 
@@ -174,6 +177,55 @@ TEST_CASE("canonical search: a perfect packing over hundreds of sections is foun
     for (const char* keys : {"WAT", "TAW"}) CHECK(s.decide(height, keys, 20'000, never, offsets) != outcome::infeasible);
   }
   CHECK(sections_seen > 2 * 128);
+}
+
+namespace {
+
+// Runs fn on a thread with a stack of `bytes` (a framework's worker thread: 512 KB on macOS, 128 KB
+// under musl); false if the thread could not be started.
+bool run_on_small_stack(std::size_t bytes, const std::function<void()>& fn) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  const bool sized = pthread_attr_setstacksize(&attr, bytes) == 0;
+  pthread_t thread;
+  const bool started = sized && pthread_create(&thread, &attr, [](void* f) -> void* {
+    (*static_cast<const std::function<void()>*>(f))();
+    return nullptr;
+  }, const_cast<std::function<void()>*>(&fn)) == 0;
+  pthread_attr_destroy(&attr);
+  if (started) pthread_join(thread, nullptr);
+  return started;
+}
+
+}  // namespace
+
+TEST_CASE("canonical search: a dive through 1,042 buffers on a 256 KB thread stack (no recursion)") {
+  // idealloc's resnet50: one dive under "WAT" places every buffer at max load, 1,228 levels deep.
+  // The recursive search this replaced overflowed a 256 KB stack here at -O2 (and 8 MB at -O0 under ASan).
+  const auto p = io::read_buffers_csv_file(std::string(MEMPLAN_DATA_DIR) + "/benchmarks/idealloc/resnet50.csv").problem;
+  const std::int64_t max_load = 1515472556;
+  using outcome = place::detail::canonical_search::outcome;
+  outcome r = outcome::aborted;
+  std::size_t depth = 0;
+  std::vector<std::int64_t> offsets;
+  buffer_placement planned;
+  REQUIRE(run_on_small_stack(256 * 1024, [&] {
+    const auto never = deadline::never();
+    place::detail::canonical_search s(p, never);
+    r = s.decide(max_load, "WAT", 5000, never, offsets);
+    depth = s.max_depth();
+    planned = exact{.time_limit_s = 1e9, .node_limit = 20000, .accept = 0}.place(p);
+  }));
+  REQUIRE(r == outcome::found);
+  CHECK(depth > 1000);
+  buffer_placement pl;
+  pl.offsets = offsets;
+  pl.arena = place::detail::arena_of(p, offsets);
+  CHECK(!check(p, pl));
+  CHECK(pl.arena == max_load);
+  CHECK(!check(p, planned));
+  CHECK(planned.arena == max_load);
+  CHECK(planned.optimal);
 }
 
 TEST_CASE("window bounds never exceed the optimum") {

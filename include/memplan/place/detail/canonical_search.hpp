@@ -29,11 +29,15 @@
 //
 // The constructor checks a deadline while it builds the overlap lists (O(n log n + pairs)); decide()
 // checks its own at every node and candidate and stops at a node budget. Deterministic for a given budget.
+// The search is a loop over an explicit stack of frames (no recursion): its depth, one level per placed
+// buffer, costs heap memory, not the caller's thread stack.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <span>
@@ -215,6 +219,8 @@ class canonical_search {
   void set_hint(std::vector<std::int64_t> offsets) { hint_ = std::move(offsets); }
   [[nodiscard]] std::size_t size() const { return active_.size(); }
   [[nodiscard]] std::int64_t nodes() const { return nodes_; }
+  // The most frames live at once in any decide() so far (nodes and splits on the way down).
+  [[nodiscard]] std::size_t max_depth() const { return max_depth_; }
 
   // Searches placements with arena <= target under the preorder `keys`; on `found`, offsets (indexed
   // like the problem's buffers; zero-size buffers at 0 or their pin) hold one.
@@ -256,7 +262,7 @@ class canonical_search {
     all.lo = 0;
     all.hi = sections_;
     for (std::size_t k = 0; k < m; ++k) all.buffers.push_back(static_cast<int>(k));
-    const auto r = solve_split(all);
+    const auto r = run(all);
     if (r == outcome::found) {
       offsets.assign(p_->buffers.size(), 0);
       for (std::size_t i = 0; i < p_->buffers.size(); ++i)
@@ -317,35 +323,115 @@ class canonical_search {
     for (std::size_t r = 0; r < ks.size(); ++r) rank_[static_cast<std::size_t>(ks[r].k)] = static_cast<int>(r);
   }
 
-  // Splits `pt` where no unplaced buffer crosses a section boundary and solves the pieces in turn, each
-  // with its own preorder and a fresh canonical order; all must succeed.
-  outcome solve_split(const part& pt) {
+  // The search runs as a loop over an explicit stack of frames, not as recursion: its depth is one
+  // level per placed buffer (up to exact::max_buffers), and recursing that deep overflowed a 256 KB
+  // thread stack at -O2 on idealloc's resnet50 (1,042 buffers), and the 8 MB main stack at -O0 under
+  // ASan. A frame is either a node (branching on the next buffer of the canonical order) or a split
+  // (solving independent pieces of a part in turn). Frames are kept in a deque (references stay valid
+  // while it grows) and reused, with their vectors' capacity, by later nodes and later decide() calls.
+  struct frame {
+    enum class kind : std::uint8_t { node, split } what = kind::node;
+    const part* pt = nullptr;
+    // node: the canonical restriction from its parent, the state fingerprint, the candidates left (a
+    // heap), the one being tried and what taking it changed (undone when its subtree returns).
+    std::int64_t last_off = 0;
+    int last_rank = -1;
+    std::uint64_t h1 = 0, h2 = 0;
+    std::vector<cand> cands;
+    cand c{};
+    std::vector<change> raised, rewitnessed;  // rewitnessed: (section, previous witness), undone in reverse
+    std::size_t base = 0;  // the node's block maxima in scratch_
+    int blocks = 0;
+    std::int64_t part_max = 0;
+    int tried = 0;
+    bool early = false, hatless = false, descended = false;
+    outcome result = outcome::infeasible;
+    // split: the cut points, the next piece and its buffers, their ranks before rank_part.
     std::vector<int> cutpoints;
-    for (int s = pt.lo; s + 1 < pt.hi; ++s)
-      if (cuts_[static_cast<std::size_t>(s)] == 0) cutpoints.push_back(s + 1);
-    cutpoints.push_back(pt.hi);
-    int from = pt.lo;
-    for (int to : cutpoints) {
-      part sub;
-      sub.lo = from;
-      sub.hi = to;
-      for (int k : pt.buffers) {
-        const auto sk = static_cast<std::size_t>(k);
-        if (off_[sk] < 0 && lo_[sk] < to && from < hi_[sk]) sub.buffers.push_back(k);
+    std::size_t next_cut = 0;
+    int from = 0;
+    part sub;
+    std::vector<int> saved;
+  };
+  std::deque<frame> frames_;
+  std::size_t depth_ = 0;  // frames_[0, depth_) are live
+  std::size_t max_depth_ = 0;
+
+  frame& push_frame(frame::kind what, const part& pt) {
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    auto& f = frames_[depth_++];
+    max_depth_ = std::max(max_depth_, depth_);
+    f.what = what;
+    f.pt = &pt;
+    return f;
+  }
+
+  // Solves `all` (a split frame at the bottom). Each step either finishes the top frame with an
+  // outcome, handed to its parent, or pushes a child frame and returns nothing, so the child starts.
+  outcome run(const part& all) {
+    depth_ = 0;
+    push_frame(frame::kind::split, all);
+    std::optional<outcome> r;  // empty: the top frame has just been pushed and must start
+    for (;;) {
+      auto& top = frames_[depth_ - 1];
+      if (!r) {
+        r = top.what == frame::kind::split ? start_split(top) : start_node(top);
+        continue;
       }
-      from = to;
+      if (--depth_ == 0) return *r;
+      auto& parent = frames_[depth_ - 1];
+      r = parent.what == frame::kind::split ? next_piece(parent, *r) : next_candidate(parent, *r);
+    }
+  }
+
+  // Splits the part where no unplaced buffer crosses a section boundary and solves the pieces in turn,
+  // each with its own preorder and a fresh canonical order; all must succeed.
+  std::optional<outcome> start_split(frame& f) {
+    const part& pt = *f.pt;
+    f.cutpoints.clear();
+    for (int s = pt.lo; s + 1 < pt.hi; ++s)
+      if (cuts_[static_cast<std::size_t>(s)] == 0) f.cutpoints.push_back(s + 1);
+    f.cutpoints.push_back(pt.hi);
+    f.next_cut = 0;
+    f.from = pt.lo;
+    return open_piece(f);
+  }
+
+  // The next non-empty piece as a child node, or found when none is left.
+  std::optional<outcome> open_piece(frame& f) {
+    while (f.next_cut < f.cutpoints.size()) {
+      const int to = f.cutpoints[f.next_cut++];
+      part& sub = f.sub;
+      sub.lo = f.from;
+      sub.hi = to;
+      sub.buffers.clear();
+      for (int k : f.pt->buffers) {
+        const auto sk = static_cast<std::size_t>(k);
+        if (off_[sk] < 0 && lo_[sk] < to && f.from < hi_[sk]) sub.buffers.push_back(k);
+      }
+      f.from = to;
       if (sub.buffers.empty()) continue;
-      std::vector<int> saved(sub.buffers.size());
-      for (std::size_t i = 0; i < saved.size(); ++i) saved[i] = rank_[static_cast<std::size_t>(sub.buffers[i])];
+      f.saved.resize(sub.buffers.size());
+      for (std::size_t i = 0; i < f.saved.size(); ++i) f.saved[i] = rank_[static_cast<std::size_t>(sub.buffers[i])];
       rank_part(sub);
-      const auto r = search(sub, 0, -1);
-      for (std::size_t i = 0; i < saved.size(); ++i) rank_[static_cast<std::size_t>(sub.buffers[i])] = saved[i];
-      if (r != outcome::found) return r;
+      auto& child = push_frame(frame::kind::node, sub);
+      child.last_off = 0;
+      child.last_rank = -1;
+      return std::nullopt;
     }
     return outcome::found;
   }
 
-  outcome search(const part& pt, std::int64_t last_off, int last_rank) {
+  // A piece returned r: its ranks are restored, and the split goes on only if it was found.
+  std::optional<outcome> next_piece(frame& f, outcome r) {
+    for (std::size_t i = 0; i < f.saved.size(); ++i) rank_[static_cast<std::size_t>(f.sub.buffers[i])] = f.saved[i];
+    if (r != outcome::found) return r;
+    return open_piece(f);
+  }
+
+  // A node: the fingerprint and the candidates, then the first candidate's subtree.
+  std::optional<outcome> start_node(frame& f) {
+    const part& pt = *f.pt;
     ++nodes_;
     if (budget_ >= 0 && nodes_ > budget_) return outcome::aborted;  // budget_ is absolute
     if (until_->expired()) return outcome::aborted;  // a clock read is cheap next to a node's O(part) work
@@ -354,7 +440,7 @@ class canonical_search {
     // lowest offset and rank): equal fingerprints explore equal subtrees.
     std::int64_t min_height = std::numeric_limits<std::int64_t>::max();
     std::uint64_t h1 = mix64(static_cast<std::uint64_t>(pt.lo) << 32 | static_cast<std::uint32_t>(pt.hi));
-    std::uint64_t h2 = mix64(static_cast<std::uint64_t>(last_off) ^ mix64(static_cast<std::uint64_t>(last_rank) + 0x9e3779b97f4a7c15ULL));
+    std::uint64_t h2 = mix64(static_cast<std::uint64_t>(f.last_off) ^ mix64(static_cast<std::uint64_t>(f.last_rank) + 0x9e3779b97f4a7c15ULL));
     bool any = false;
     for (int k : pt.buffers) {
       const auto sk = static_cast<std::size_t>(k);
@@ -372,171 +458,207 @@ class canonical_search {
     }
     if (!any) return outcome::found;  // every buffer of this part stored its offset when placed
     if (memo_->contains(h1, h2)) return outcome::infeasible;
-    std::vector<cand> cands;
+    f.h1 = h1;
+    f.h2 = h2;
+    f.cands.clear();
     for (int k : pt.buffers) {
       const auto sk = static_cast<std::size_t>(k);
       if (off_[sk] >= 0) continue;
       if (prev_same_[sk] >= 0 && off_[static_cast<std::size_t>(prev_same_[sk])] < 0) continue;  // its twin first
       const std::int64_t key = fixed_[sk] >= 0 ? fixed_[sk] : min_off_[sk];
       const int rank = rank_[sk];
-      if (key < last_off || (key == last_off && rank < last_rank)) continue;  // not canonical
-      if (key >= min_height) continue;                                         // dominated
+      if (key < f.last_off || (key == f.last_off && rank < f.last_rank)) continue;  // not canonical
+      if (key >= min_height) continue;                                               // dominated
       if (key + size_[sk] > target_) continue;
-      cands.push_back({key, rank, k});
+      f.cands.push_back({key, rank, k});
     }
-    if (cands.empty()) {
+    if (f.cands.empty()) {
       memo_->insert(h1, h2);
       return outcome::infeasible;
     }
     // The largest remaining section total of the part, and per block of 128 sections (O(width / 128)
-    // memory per level of the recursion) prefix / suffix maxima of the block maxima, for the check of
+    // memory per level of the search) prefix / suffix maxima of the block maxima, for the check of
     // the part against a candidate's offset.
     const int width = pt.hi - pt.lo;
-    std::int64_t part_max = 0;
-    for (int i = pt.lo; i < pt.hi; ++i) part_max = std::max(part_max, total_[static_cast<std::size_t>(i)]);
-    constexpr int block = 128;
-    const int blocks = (width + block - 1) / block;
-    const auto base = scratch_.size();
-    // scratch_[base + j] = max over blocks [0, j), scratch_[base + blocks + 1 + j] = over blocks [j, blocks),
-    // scratch_[base + 2 * blocks + 2 + j] = over block j. (Indices, not pointers: the recursion below
-    // grows scratch_.)
-    const auto pre = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(j)]; };
-    const auto suf = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(blocks + 1 + j)]; };
-    const auto bmax = [&](int j) -> std::int64_t& { return scratch_[base + static_cast<std::size_t>(2 * blocks + 2 + j)]; };
-    {
-      scratch_.resize(base + 3 * static_cast<std::size_t>(blocks) + 2, 0);
-      for (int i = 0; i < width; ++i) bmax(i / block) = std::max(bmax(i / block), total_[static_cast<std::size_t>(pt.lo + i)]);
-      pre(0) = 0;
-      for (int j = 0; j < blocks; ++j) pre(j + 1) = std::max(pre(j), bmax(j));
-      suf(blocks) = 0;
-      for (int j = blocks - 1; j >= 0; --j) suf(j) = std::max(suf(j + 1), bmax(j));
-    }
-    // Max total of sections [a, b), a < b, as they are between candidates (by blocks inside the part).
-    const auto inside = [&](int a, int b) {
-      std::int64_t best = 0;
-      const int ra = a - pt.lo, rb = b - pt.lo;
-      const int first = (ra + block - 1) / block, last = rb / block;  // full blocks [first, last)
-      if (first >= last || a < pt.lo || b > pt.hi) {  // (the latter never: a part holds its buffers' spans)
-        for (int i = a; i < b; ++i) best = std::max(best, total_[static_cast<std::size_t>(i)]);
-        return best;
-      }
-      for (int i = ra; i < first * block; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
-      for (int j = first; j < last; ++j) best = std::max(best, bmax(j));
-      for (int i = last * block; i < rb; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
-      return best;
-    };
-    // Max total of the part's sections outside [a, b) (absolute section indices; read before c leaves
-    // the totals, so the blocks hold for every candidate of this node).
-    const auto outside = [&](int a, int b) {
-      std::int64_t best = 0;
-      const int ra = a - pt.lo, rb = b - pt.lo;
-      const int ba = ra / block;  // sections [0, ra): full blocks before ba, then a partial scan
-      best = std::max(best, pre(ba));
-      for (int i = ba * block; i < ra; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
-      const int bb = (rb + block - 1) / block;  // sections [rb, width): a partial scan, then full blocks from bb
-      best = std::max(best, suf(std::min(bb, blocks)));
-      for (int i = rb; i < std::min(bb * block, width); ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
-      return best;
-    };
+    f.part_max = 0;
+    for (int i = pt.lo; i < pt.hi; ++i) f.part_max = std::max(f.part_max, total_[static_cast<std::size_t>(i)]);
+    f.blocks = (width + block - 1) / block;
+    f.base = scratch_.size();
+    scratch_.resize(f.base + 3 * static_cast<std::size_t>(f.blocks) + 2, 0);
+    for (int i = 0; i < width; ++i) bmax(f, i / block) = std::max(bmax(f, i / block), total_[static_cast<std::size_t>(pt.lo + i)]);
+    pre(f, 0) = 0;
+    for (int j = 0; j < f.blocks; ++j) pre(f, j + 1) = std::max(pre(f, j), bmax(f, j));
+    suf(f, f.blocks) = 0;
+    for (int j = f.blocks - 1; j >= 0; --j) suf(f, j) = std::max(suf(f, j + 1), bmax(f, j));
     // Candidates in (offset, preorder) order, popped from a heap: a dive usually needs only the first.
-    const auto later = [](const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; };
-    std::make_heap(cands.begin(), cands.end(), later);
-    std::vector<change> raised;
-    std::vector<change> rewitnessed;  // (section, previous witness), undone in reverse
-    outcome result = outcome::infeasible;
-    int tried = 0;
-    while (!cands.empty()) {
+    std::make_heap(f.cands.begin(), f.cands.end(), later);
+    f.result = outcome::infeasible;
+    f.tried = 0;
+    return try_candidates(f);
+  }
+
+  static bool later(const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; }
+
+  // scratch_[base + j] = max over blocks [0, j), scratch_[base + blocks + 1 + j] = over blocks [j, blocks),
+  // scratch_[base + 2 * blocks + 2 + j] = over block j. (Indices, not pointers: deeper nodes grow scratch_.)
+  static constexpr int block = 128;
+  std::int64_t& pre(const frame& f, int j) { return scratch_[f.base + static_cast<std::size_t>(j)]; }
+  std::int64_t& suf(const frame& f, int j) { return scratch_[f.base + static_cast<std::size_t>(f.blocks + 1 + j)]; }
+  std::int64_t& bmax(const frame& f, int j) { return scratch_[f.base + static_cast<std::size_t>(2 * f.blocks + 2 + j)]; }
+
+  // Max total of sections [a, b), a < b, as they are between candidates (by blocks inside the part).
+  std::int64_t inside(const frame& f, int a, int b) {
+    const part& pt = *f.pt;
+    std::int64_t best = 0;
+    const int ra = a - pt.lo, rb = b - pt.lo;
+    const int first = (ra + block - 1) / block, last = rb / block;  // full blocks [first, last)
+    if (first >= last || a < pt.lo || b > pt.hi) {  // (the latter never: a part holds its buffers' spans)
+      for (int i = a; i < b; ++i) best = std::max(best, total_[static_cast<std::size_t>(i)]);
+      return best;
+    }
+    for (int i = ra; i < first * block; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+    for (int j = first; j < last; ++j) best = std::max(best, bmax(f, j));
+    for (int i = last * block; i < rb; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+    return best;
+  }
+
+  // Max total of the part's sections outside [a, b) (absolute section indices; read before c leaves
+  // the totals, so the blocks hold for every candidate of this node).
+  std::int64_t outside(const frame& f, int a, int b) {
+    const part& pt = *f.pt;
+    const int width = pt.hi - pt.lo;
+    std::int64_t best = 0;
+    const int ra = a - pt.lo, rb = b - pt.lo;
+    const int ba = ra / block;  // sections [0, ra): full blocks before ba, then a partial scan
+    best = std::max(best, pre(f, ba));
+    for (int i = ba * block; i < ra; ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+    const int bb = (rb + block - 1) / block;  // sections [rb, width): a partial scan, then full blocks from bb
+    best = std::max(best, suf(f, std::min(bb, f.blocks)));
+    for (int i = rb; i < std::min(bb * block, width); ++i) best = std::max(best, total_[static_cast<std::size_t>(pt.lo + i)]);
+    return best;
+  }
+
+  // Unallocated floor (MiniMalloc): a section's remaining buffers stack above the lowest offset any of
+  // them can take, so some unplaced buffer of it must start at or below target - its total. Each
+  // section keeps such a witness; only sections whose witness was just placed (c) or raised need a new
+  // one (the others' witnesses and limits did not change), found by a scan. Returns false when a
+  // section has none left (or the deadline passed: `late`).
+  bool rewitness(frame& f, int w, bool& late) {
+    auto& list = witnessing_[static_cast<std::size_t>(w)];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if ((i & 63) == 63 && until_->expired()) { late = true; return false; }  // long lists on big problems
+      const int sec = list[i];
+      const auto ss = static_cast<std::size_t>(sec);
+      if (witness_[ss] != w) continue;  // stale entry: the section chose another witness since
+      const auto limit = target_ - total_[ss];
+      const auto key_w = fixed_[static_cast<std::size_t>(w)] >= 0 ? fixed_[static_cast<std::size_t>(w)] : min_off_[static_cast<std::size_t>(w)];
+      if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
+      int next = -1;
+      if (total_[ss] > 0) {
+        for (int o : section_buffers_[ss]) {
+          const auto so = static_cast<std::size_t>(o);
+          if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
+        }
+        if (next < 0) return false;
+      }
+      f.rewitnessed.push_back({sec, w});
+      witness_[ss] = next;
+      if (next >= 0) witnessing_[static_cast<std::size_t>(next)].push_back(sec);
+    }
+    return true;
+  }
+
+  // Takes the node's candidates in turn until one's subtree must be searched (pushed as a child) or
+  // the node is finished.
+  std::optional<outcome> try_candidates(frame& f) {
+    const part& pt = *f.pt;
+    while (!f.cands.empty()) {
       // A node of a big part can try many candidates, each with real work: the deadline is checked
       // here too, not only per node.
-      if (++tried > 1 && until_->expired()) { result = outcome::aborted; break; }
-      std::pop_heap(cands.begin(), cands.end(), later);
-      const cand c = cands.back();
-      cands.pop_back();
+      if (++f.tried > 1 && until_->expired()) { f.result = outcome::aborted; break; }
+      std::pop_heap(f.cands.begin(), f.cands.end(), later);
+      f.c = f.cands.back();
+      f.cands.pop_back();
+      const cand& c = f.c;
       const auto k = static_cast<std::size_t>(c.k);
       const auto top = c.key + size_[k];
       off_[k] = c.key;
       best_[k] = c.key;
-      raised.clear();
-      rewitnessed.clear();
+      f.raised.clear();
+      f.rewitnessed.clear();
       // The section checks first: they read the section totals only (through the blocks), and on a big
       // training graph they reject most candidates (inception_v3-train-b32: 258k of 303k) before the
       // walk over c's overlapping buffers (about 1,300 there) and the update of its span's totals.
       // Inside c's span every unplaced buffer lies above c; everywhere in the part above c's offset.
       // (c is unplaced, so each section of its span counts it: the max after taking it out is the max
       // before minus its size. Its span lies in the part.)
-      const std::int64_t span_max = inside(lo_[k], hi_[k]) - size_[k];
+      const std::int64_t span_max = inside(f, lo_[k], hi_[k]) - size_[k];
       bool dead = span_max > 0 && top + span_max > target_;
-      if (!dead && c.key > last_off && c.key + part_max > target_ && c.key + std::max(outside(lo_[k], hi_[k]), span_max) > target_)
+      if (!dead && c.key > f.last_off && c.key + f.part_max > target_ &&
+          c.key + std::max(outside(f, lo_[k], hi_[k]), span_max) > target_)
         dead = true;
-      bool hatless = true;
-      const bool early = dead;  // rejected before c was taken out of the section totals
+      f.hatless = true;
+      f.early = dead;  // rejected before c was taken out of the section totals
       if (dead) {  // hatless is still needed below (is any buffer live with c unplaced?)
         for (int o : overlaps_[k])
-          if (off_[static_cast<std::size_t>(o)] < 0) { hatless = false; break; }
+          if (off_[static_cast<std::size_t>(o)] < 0) { f.hatless = false; break; }
       } else {
         for (int sec = lo_[k]; sec < hi_[k]; ++sec) total_[static_cast<std::size_t>(sec)] -= size_[k];
         for (int o : overlaps_[k]) {
           const auto so = static_cast<std::size_t>(o);
           if (off_[so] >= 0) continue;
-          hatless = false;
+          f.hatless = false;
           if (min_off_[so] >= top) continue;
-          raised.push_back({o, min_off_[so]});
+          f.raised.push_back({o, min_off_[so]});
           min_off_[so] = (top + align_[so] - 1) & ~(align_[so] - 1);  // align_up for a power of two
           if (fixed_[so] >= 0 ? min_off_[so] > fixed_[so] : min_off_[so] + size_[so] > target_) { dead = true; break; }
         }
       }
-      // Unallocated floor (MiniMalloc): a section's remaining buffers stack above the lowest offset any
-      // of them can take, so some unplaced buffer of it must start at or below target - its total.
-      // Each section keeps such a witness; only sections whose witness was just placed (c) or raised
-      // need a new one (the others' witnesses and limits did not change), found by a scan.
       bool late = false;  // the deadline passed inside this candidate's checks
-      const auto rewitness = [&](int w) {
-        auto& list = witnessing_[static_cast<std::size_t>(w)];
-        for (std::size_t i = 0; i < list.size() && !dead; ++i) {
-          if ((i & 63) == 63 && until_->expired()) { dead = late = true; break; }  // long lists on big problems
-          const int sec = list[i];
-          const auto ss = static_cast<std::size_t>(sec);
-          if (witness_[ss] != w) continue;  // stale entry: the section chose another witness since
-          const auto limit = target_ - total_[ss];
-          const auto key_w = fixed_[static_cast<std::size_t>(w)] >= 0 ? fixed_[static_cast<std::size_t>(w)] : min_off_[static_cast<std::size_t>(w)];
-          if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
-          int next = -1;
-          if (total_[ss] > 0) {
-            for (int o : section_buffers_[ss]) {
-              const auto so = static_cast<std::size_t>(o);
-              if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
-            }
-            if (next < 0) { dead = true; break; }
-          }
-          rewitnessed.push_back({sec, w});
-          witness_[ss] = next;
-          if (next >= 0) witnessing_[static_cast<std::size_t>(next)].push_back(sec);
-        }
-      };
-      if (!dead) rewitness(c.k);
-      for (std::size_t i = 0; i < raised.size() && !dead; ++i) rewitness(raised[i].k);
-      outcome r = late ? outcome::aborted : outcome::infeasible;
+      if (!dead) dead = !rewitness(f, c.k, late);
+      for (std::size_t i = 0; i < f.raised.size() && !dead; ++i) dead = !rewitness(f, f.raised[i].k, late);
+      f.descended = !dead;
       if (!dead) {
         bool split = false;
         for (int s = lo_[k]; s + 1 < hi_[k]; ++s)
           if (--cuts_[static_cast<std::size_t>(s)] == 0 && s >= pt.lo && s + 1 < pt.hi) split = true;
-        r = split ? solve_split(pt) : search(pt, c.key, c.rank);
-        for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
+        auto& child = push_frame(split ? frame::kind::split : frame::kind::node, pt);
+        child.last_off = c.key;
+        child.last_rank = c.rank;
+        return std::nullopt;
       }
-      for (auto it = rewitnessed.rbegin(); it != rewitnessed.rend(); ++it) {
-        const auto ss = static_cast<std::size_t>(it->k);
-        if (witness_[ss] >= 0) witnessing_[static_cast<std::size_t>(witness_[ss])].pop_back();  // pushed last
-        witness_[ss] = static_cast<int>(it->old);
-      }
-      if (!early) for (int s = lo_[k]; s < hi_[k]; ++s) total_[static_cast<std::size_t>(s)] += size_[k];
-      for (auto it = raised.rbegin(); it != raised.rend(); ++it) min_off_[static_cast<std::size_t>(it->k)] = it->old;
-      off_[k] = -1;
-      if (r != outcome::infeasible) { result = r; break; }
-      if (hatless) break;  // its offset is forced in every completion, and they all failed
+      if (close_candidate(f, late ? outcome::aborted : outcome::infeasible)) break;
     }
-    scratch_.resize(base);
-    if (result == outcome::infeasible) memo_->insert(h1, h2);
-    return result;
+    return finish_node(f);
+  }
+
+  // The current candidate's subtree returned r.
+  std::optional<outcome> next_candidate(frame& f, outcome r) {
+    if (close_candidate(f, r)) return finish_node(f);
+    return try_candidates(f);
+  }
+
+  // Undoes what taking the current candidate changed; true when the node is finished (f.result).
+  bool close_candidate(frame& f, outcome r) {
+    const auto k = static_cast<std::size_t>(f.c.k);
+    if (f.descended)
+      for (int s = lo_[k]; s + 1 < hi_[k]; ++s) ++cuts_[static_cast<std::size_t>(s)];
+    for (auto it = f.rewitnessed.rbegin(); it != f.rewitnessed.rend(); ++it) {
+      const auto ss = static_cast<std::size_t>(it->k);
+      if (witness_[ss] >= 0) witnessing_[static_cast<std::size_t>(witness_[ss])].pop_back();  // pushed last
+      witness_[ss] = static_cast<int>(it->old);
+    }
+    if (!f.early) for (int s = lo_[k]; s < hi_[k]; ++s) total_[static_cast<std::size_t>(s)] += size_[k];
+    for (auto it = f.raised.rbegin(); it != f.raised.rend(); ++it) min_off_[static_cast<std::size_t>(it->k)] = it->old;
+    off_[k] = -1;
+    if (r != outcome::infeasible) { f.result = r; return true; }
+    return f.hatless;  // its offset is forced in every completion, and they all failed
+  }
+
+  outcome finish_node(frame& f) {
+    scratch_.resize(f.base);
+    if (f.result == outcome::infeasible) memo_->insert(f.h1, f.h2);
+    return f.result;
   }
 
   const buffer_problem* p_;
