@@ -108,9 +108,10 @@ int run_plan(const plan_args& a) {
   if (!a.device_flops.empty()) ctx.timing.device_flops = parse_rate(a.device_flops, "--device-flops");
   if (!a.host_limit.empty()) ctx.timing.host_limit = parse_bytes(a.host_limit, "--host-limit");
   const auto t0 = std::chrono::steady_clock::now();
-  auto make_plan = [&](const problem& q) {
+  auto make_plan = [&](const problem& q, const deadline& until) {
     auto c = ctx;
     c.cache = nullptr;  // each rewrite its own analyses
+    c.stop = until;     // the variant group search's plans end by its deadline
     return a.offloader.empty() ? memplan::plan(q, sched | ckpt | placer, c)
                                : memplan::plan(q, sched | ckpt | offloaders().make(a.offloader) | placer, c);
   };
@@ -124,7 +125,7 @@ int run_plan(const plan_args& a) {
   if (a.deterministic) search.time_limit_s = -1.0;
   else if (a.time_limit >= 0) search.time_limit_s = a.time_limit;
   if (a.budget.empty() && a.capacity.empty()) search.max_plans = 0;
-  auto vp = a.implementations == "own" ? variant_plan{variant_rewrite{graph, {}, {}, 0, 0, {}}, make_plan(graph), {}}
+  auto vp = a.implementations == "own" ? variant_plan{variant_rewrite{graph, {}, {}, 0, 0, {}}, make_plan(graph, deadline::never()), {}}
                                        : plan_choosing_variants(graph, make_plan, search);
   const auto& vr = vp.variants;
   const auto& p = vr.rewritten;

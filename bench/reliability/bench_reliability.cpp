@@ -2,9 +2,11 @@
 //   deadlines  every registered scheduler, placer and checkpointer under a time limit, on every bundled
 //              graph and on adversarial inputs; prints, per policy, its worst wall time (the stage's own
 //              seconds and the whole plan() call) against the limit, and the worst overrun.
+//   variants   plan_choosing_variants' group search under its time limit (--variant-limit, 2 s) at two
+//              budgets on the bundled exports with variants: the search's time and its overrun.
 //   scale      planning a training graph of 100k+ ops (peak RSS of the process, printed), and a list of
 //              1M buffers read from MiniMalloc CSV text and placed.
-// Run: bench_reliability [--only deadlines,scale] [--limit SECONDS] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]
+// Run: bench_reliability [--only deadlines,scale,variants] [--limit SECONDS] [--variant-limit SECONDS] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -20,12 +22,14 @@
 #include <vector>
 
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/plan_variants.hpp>
 #include <memplan/io/buffers_csv.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/registry/checkpointers.hpp>
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
 
 #include "training_dag.hpp"
 
@@ -139,6 +143,63 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
   }
 }
 
+// plan_choosing_variants' group search (core/plan_variants.hpp) under its time limit, as `memplan plan
+// --budget` runs it: every bundled export whose variants fall into two sets, at 0.4x and 0.5x of its
+// given order's peak. The search's time counts from the first whole set's plan; an overrun is counted
+// only where the search planned at least once (when the two whole sets alone take the limit, it does
+// not start).
+void run_variants(double limit, int max_graphs) {
+  std::printf("== variants: group search time limit %.3f s\n", limit);
+  std::printf("%-36s %6s %8s %10s %10s %9s  %s\n", "graph", "budget", "plans", "whole sets", "search", "overrun", "note");
+  double worst_overrun = 0;
+  std::string worst_where = "none";
+  const auto dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().string().ends_with(".json.gz")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  int graphs = 0;
+  for (const auto& f : files) {
+    if (graphs >= max_graphs) break;
+    const auto p = io::read_graph(f.string());
+    if (choose_variants(p).taken == choose_variants(p, variant_rule::no_peak_higher).taken) continue;
+    ++graphs;
+    const auto given_peak = peak_of(p, given_order(p));
+    for (const double fraction : {0.5, 0.4}) {
+      plan_context ctx;
+      ctx.budget = static_cast<std::int64_t>(fraction * static_cast<double>(given_peak));
+      int calls = 0;
+      double first = -1, whole_sets_end = 0;
+      auto make_plan = [&](const problem& q, const deadline& until) {
+        if (first < 0) first = now_s();
+        auto c = ctx;
+        c.stop = until;
+        auto mp = memplan::plan(q, schedule::default_scheduler{} | remat::default_checkpointer{} | place::default_placer{}, c);
+        if (++calls == 2) whole_sets_end = now_s();
+        return mp;
+      };
+      std::string note;
+      try {
+        note = plan_choosing_variants(p, make_plan, {.time_limit_s = limit}).note;
+      } catch (const error& e) {
+        note = e.what();
+      }
+      const double spent = now_s() - first;
+      const double overrun = calls > 2 ? std::max(0.0, (spent - limit) / limit) : 0.0;
+      if (overrun > worst_overrun) {
+        worst_overrun = overrun;
+        worst_where = f.filename().string() + " at " + std::to_string(fraction).substr(0, 3) + "x";
+      }
+      const auto groups = note.find("; then ");
+      const auto whole = calls >= 2 ? number_text(whole_sets_end - first) + " s" : std::string("-");
+      std::printf("%-36s %5.1fx %8d %10s %8.2f s %8.1f%%  %s\n", f.filename().string().c_str(), fraction, std::max(0, calls - 2),
+                  whole.c_str(), spent, 100 * overrun, note.substr(groups == std::string::npos ? 0 : groups + 7, 160).c_str());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("worst overrun of the group search: %.1f %% of its %.3f s (%s)\n", 100 * worst_overrun, limit, worst_where.c_str());
+}
+
 void run_scale(int ops_wanted, std::int64_t buffers) {
   std::printf("== scale\n");
   testing::training_dag_options o;
@@ -205,8 +266,8 @@ void run_scale(int ops_wanted, std::int64_t buffers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string only = "deadlines,scale";
-  double limit = 0.25;
+  std::string only = "deadlines,scale,variants";
+  double limit = 0.25, variant_limit = 2.0;  // variant_limit: the group search's default (variant_search)
   int graphs = 1000, ops = 100000;
   std::string policy_filter;  // e.g. "checkpointer revolve": only the policies whose row name contains it
   std::int64_t buffers = 1000000;
@@ -214,16 +275,18 @@ int main(int argc, char** argv) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--only") only = v;
     else if (a == "--limit") limit = std::stod(v);
+    else if (a == "--variant-limit") variant_limit = std::stod(v);
     else if (a == "--graphs") graphs = std::stoi(v);
     else if (a == "--policy") policy_filter = v;
     else if (a == "--ops") ops = std::stoi(v);
     else if (a == "--buffers") buffers = std::stoll(v);
     else {
-      std::fprintf(stderr, "usage: bench_reliability [--only deadlines,scale] [--limit S] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]\n");
+      std::fprintf(stderr, "usage: bench_reliability [--only deadlines,scale,variants] [--limit S] [--variant-limit S] [--graphs N] [--policy SUBSTRING] [--ops N] [--buffers N]\n");
       return 2;
     }
   }
   if (only.find("scale") != std::string::npos) run_scale(ops, buffers);
   if (only.find("deadlines") != std::string::npos) run_deadlines(limit, graphs, policy_filter);
+  if (only.find("variants") != std::string::npos) run_variants(variant_limit, graphs);
   return 0;
 }

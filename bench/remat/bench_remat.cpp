@@ -185,7 +185,9 @@ int main(int argc, char** argv) try {
         const auto t0 = clock_type::now();
         try {
           const auto vp = plan_choosing_variants(
-              g, [&](const problem& q) { return plan(q, sched | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget}); });
+              g, [&](const problem& q, const deadline& until) {  // as `memplan plan`: the search's plans end by its deadline
+                return plan(q, sched | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget, .stop = until});
+              });
           const auto& p = vp.variants.rewritten;
           const auto& mp = vp.plan;
           const double s = secs_since(t0);

@@ -90,6 +90,23 @@ TEST_CASE("pipeline: same input and options give the same plan") {
   CHECK(a.mats == b.mats);
 }
 
+TEST_CASE("pipeline: the context's stop cuts every searching stage's time limit (none in deterministic mode)") {
+  plan_context ctx;
+  CHECK(ctx.time_limit_or(3.0) == 3.0);   // no stop: the policy's own default
+  CHECK(ctx.time_limit_or(-1.0) == -1.0);
+  ctx.stop = deadline::after(1000.0);
+  CHECK(ctx.time_limit_or(3.0) == 3.0);   // the stop is further away
+  CHECK(ctx.time_limit_or(-1.0) > 900.0);  // "none" becomes what is left
+  CHECK(ctx.time_limit_or(-1.0) <= 1000.0);
+  ctx.stop = deadline::after(0.0);         // already past
+  CHECK(ctx.time_limit_or(3.0) == 0.0);
+  CHECK(ctx.time_limit_or(-1.0) == 0.0);
+  ctx.time_limit_s = 5.0;
+  CHECK(ctx.time_limit_or(3.0) == 0.0);
+  ctx.deterministic = true;                // work is counted: no clock at all
+  CHECK(ctx.time_limit_or(3.0) == -1.0);
+}
+
 TEST_CASE("pipeline: the stage records carry names and times, best_of names the winner") {
   const auto p = make_problem(testing::random_dag(3, {.ops = 25}));
   const auto mp = plan(p, best_of{schedule::given{}, schedule::peak_aware()} | testing::stack_placer{});

@@ -191,3 +191,47 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
   CHECK(mixed > 0);
   CHECK(unsearched > 0);
 }
+
+TEST_CASE("plan_choosing_variants: the group search's plans get its deadline; a plan past its stop is still verified") {
+  // The first random training graph whose variants fall into two groups or more.
+  problem p;
+  std::uint64_t seed = 1;
+  for (; seed <= 400; ++seed) {
+    p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
+    const auto strict = choose_variants(p);
+    const auto loose = choose_variants(p, variant_rule::no_peak_higher);
+    if (strict.taken != loose.taken && detail::variant_groups(p, strict.taken, loose.taken).size() >= 2) break;
+  }
+  REQUIRE(seed <= 400);
+  INFO("seed " << seed);
+  std::vector<bool> limited;  // per make_plan call: did it get a deadline?
+  auto make = [&](const problem& q, const deadline& until) {
+    limited.push_back(until.limited());
+    plan_context ctx;
+    ctx.stop = until;
+    return plan(q, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, ctx);
+  };
+  // With a time limit: the two whole sets unlimited, every plan of the search within its deadline.
+  (void)plan_choosing_variants(p, make, {.time_limit_s = 1000.0, .max_plans = 3});
+  REQUIRE(limited.size() > 2);
+  CHECK(!limited[0]);
+  CHECK(!limited[1]);
+  for (std::size_t i = 2; i < limited.size(); ++i) CHECK(limited[i]);
+  // Counting plans instead of time (deterministic mode): no deadline anywhere.
+  limited.clear();
+  (void)plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 3});
+  REQUIRE(limited.size() > 2);
+  for (const bool l : limited) CHECK(!l);
+  // A plan whose stop has passed: every searching stage stops after its first result, and the plan
+  // (schedule, recompute to the budget, place) is verified and meets the budget, or is refused.
+  plan_context late;
+  late.stop = deadline::after(0.0);
+  late.budget = plan(p, schedule::default_scheduler{} | place::default_placer{}).stats.peak * 9 / 10;
+  try {
+    const auto mp = plan(p, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, late);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= late.budget);
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+  }
+}

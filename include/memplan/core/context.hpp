@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <algorithm>
 #include <optional>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/base/progress.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/bounds.hpp>
@@ -95,6 +97,11 @@ struct plan_context {
   // found when the clock ran out, which depends on the machine's speed and load; policies that never
   // search (given, the list schedulers, the greedy placers) are deterministic in both modes.
   bool deterministic = false;
+  // A stop for the whole plan (ignored in deterministic mode): every searching stage's time limit is
+  // cut to what is left on it (time_limit_or), the min-cut bound's too, so plan() ends near it, late
+  // only by the work a stage does before it first looks at its clock. plan_choosing_variants gives its
+  // group search's plans the search's own deadline this way (core/plan_variants.hpp).
+  deadline stop = deadline::never();
   progress_callback progress{};
 
   // ---- services ----
@@ -126,10 +133,14 @@ struct plan_context {
   [[nodiscard]] std::int64_t peak_target() const noexcept { return memory_target >= 0 ? memory_target : arena_limit(); }
   [[nodiscard]] bool has_memory_limit() const noexcept { return budget >= 0 || capacity >= 0 || memory_target >= 0; }
 
-  // The time limit a searching policy uses, given its own default: none in deterministic mode.
-  [[nodiscard]] double time_limit_or(double own_default) const noexcept {
+  // The time limit a searching policy uses, given its own default: none in deterministic mode, and
+  // never past `stop` (< 0: none).
+  [[nodiscard]] double time_limit_or(double own_default) const {
     if (deterministic) return -1.0;
-    return time_limit_s >= 0 ? time_limit_s : own_default;
+    const double own = time_limit_s >= 0 ? time_limit_s : own_default;
+    if (!stop.limited()) return own;
+    const double left = stop.seconds_left();
+    return own < 0 ? left : std::min(own, left);
   }
 
   // lower_bound_peak of p, from the cache when it is p's.
