@@ -192,7 +192,7 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
   CHECK(unsearched > 0);
 }
 
-TEST_CASE("plan_choosing_variants: the group search's plans get its deadline; a plan past its stop is still verified") {
+TEST_CASE("plan_choosing_variants: the group search's plans get its deadline, and a plan past its stop is still verified") {
   // The first random training graph whose variants fall into two groups or more.
   problem p;
   std::uint64_t seed = 1;

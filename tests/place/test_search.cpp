@@ -3,9 +3,6 @@
 // cut the work short but still return valid placements (no timing assertions: only validity).
 #include <doctest/doctest.h>
 
-#include <pthread.h>
-
-#include <functional>
 #include <random>
 #include <set>
 
@@ -16,6 +13,7 @@
 
 #include "instances.hpp"
 #include "../support/sanitizer_scale.hpp"
+#include "../support/small_stack.hpp"
 
 using namespace memplan;
 using namespace memplan::place;
@@ -179,26 +177,6 @@ TEST_CASE("canonical search: a perfect packing over hundreds of sections is foun
   CHECK(sections_seen > 2 * 128);
 }
 
-namespace {
-
-// Runs fn on a thread with a stack of `bytes` (a framework's worker thread: 512 KB on macOS, 128 KB
-// under musl); false if the thread could not be started.
-bool run_on_small_stack(std::size_t bytes, const std::function<void()>& fn) {
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return false;
-  const bool sized = pthread_attr_setstacksize(&attr, bytes) == 0;
-  pthread_t thread;
-  const bool started = sized && pthread_create(&thread, &attr, [](void* f) -> void* {
-    (*static_cast<const std::function<void()>*>(f))();
-    return nullptr;
-  }, const_cast<std::function<void()>*>(&fn)) == 0;
-  pthread_attr_destroy(&attr);
-  if (started) pthread_join(thread, nullptr);
-  return started;
-}
-
-}  // namespace
-
 TEST_CASE("canonical search: a dive through 1,042 buffers on a 256 KB thread stack (no recursion)") {
   // idealloc's resnet50: one dive under "WAT" places every buffer at max load, 1,228 levels deep.
   // The recursive search this replaced overflowed a 256 KB stack here at -O2 (and 8 MB at -O0 under ASan).
@@ -209,7 +187,7 @@ TEST_CASE("canonical search: a dive through 1,042 buffers on a 256 KB thread sta
   std::size_t depth = 0;
   std::vector<std::int64_t> offsets;
   buffer_placement planned;
-  REQUIRE(run_on_small_stack(256 * 1024, [&] {
+  REQUIRE(testing::run_on_small_stack(256 * 1024, [&] {
     const auto never = deadline::never();
     place::detail::canonical_search s(p, never);
     r = s.decide(max_load, "WAT", 5000, never, offsets);

@@ -28,6 +28,7 @@
 #include "../support/remat_brute_force.hpp"
 #include "remat_check.hpp"
 #include "../support/sanitizer_scale.hpp"
+#include "../support/small_stack.hpp"
 #include "../property/training_dag.hpp"
 
 using namespace memplan;
@@ -416,6 +417,46 @@ TEST_CASE("a value written in place is rebuilt by replaying its in-place chain i
   CHECK(least <= full - 2000);
   CHECK(least >= lo.peak);
   CHECK(recomputed_in_backward(p, best, "relu_") > 0);
+}
+
+TEST_CASE("engine: a burst that rebuilds a 20,000-op chain runs on a 256 KB thread stack (no recursion)") {
+  // Every activation dropped after its forward read (positions 0 .. n: f0 ... f(n-1), loss; the last
+  // one, read by b(n-1) right after the loss, stays), everything a burst makes kept: b(n-2)'s burst
+  // rebuilds the forward chain from x, f0 ... f(n-2), 19,999 ops deep. The recursive collect this replaced needed a call-stack frame per op there (and
+  // overflowed 256 KB).
+  const int n = 20000;
+  struct drop_forward {  // (in the given order an op's position is its id)
+    const problem* p;
+    std::int32_t forward_end;
+    [[nodiscard]] bool drop(storage_id s, std::int32_t pos) const {
+      return pos <= forward_end && pos != p->producer(p->storage_root(s));  // after a read, not the write
+    }
+    [[nodiscard]] bool keep(storage_id, std::int32_t, storage_id) const { return true; }
+  };
+  const auto p = make_problem(testing::plain_chain(n));
+  const auto tl = given_timeline(p);
+  remat::engine_stats st;
+  timeline out;
+  REQUIRE(testing::run_on_small_stack(256 * 1024, [&] {
+    remat::detail::engine e(p, tl);
+    drop_forward pol{&p, n};
+    out = e.run(pol, std::numeric_limits<std::int64_t>::max(), false, &st);
+  }));
+  CHECK_FALSE(out.steps.empty());
+  CHECK(st.bursts == 1);
+  CHECK(st.recomputed_ops == n - 1);
+  // Each op of the chain recomputed once, in the order's relative order (f0 ... f19998).
+  std::int64_t recomputes = 0;
+  std::int32_t last = -1;
+  bool ordered = true;
+  for (const auto& s : out.steps)
+    if (s.kind == step_kind::recompute) {
+      ++recomputes;
+      ordered = ordered && s.id > last;
+      last = s.id;
+    }
+  CHECK(recomputes == n - 1);
+  CHECK(ordered);
 }
 
 TEST_CASE("an eviction replay stops at its deadline and gives no timeline, and greedy then still returns its plain replays' plan") {

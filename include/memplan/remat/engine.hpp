@@ -492,20 +492,37 @@ class engine {
       }
     }
   }
+  // The ops that rebuild t: its producer after those of its unreadable inputs, depth first, on an
+  // explicit stack (a burst may rebuild a whole forward chain, one level per op: no call-stack depth).
   void collect(tensor_id t, std::vector<op_id>& ops, std::vector<std::uint8_t>& seen) {
-    if (readable(t)) return;
-    const auto q = p_.producer(t);
-    const auto st = static_cast<std::size_t>(p_.storage_of(t));
-    // Recreatable there, or rebuilt into its storage while that storage is free (fresh_).
-    const bool into_free = !on_[st] && window_at(fresh_[static_cast<std::size_t>(t)], now_) != nullptr;
-    if (q == no_id || !(recreatable(t, now_) || into_free) || (on_[st] && p_.inplace_of(t) == no_id))
-      throw error(errc::runtime_error, "remat engine: tensor '" + p_.tensor_name(t) + "' is needed at step " + std::to_string(now_) +
-                                           " but can no longer be recomputed (internal error of the policy's drops)");
-    if (seen[static_cast<std::size_t>(q)]) return;
-    for (auto r : required(q)) collect(r, ops, seen);
-    if (seen[static_cast<std::size_t>(q)]) return;
-    seen[static_cast<std::size_t>(q)] = 1;
-    ops.push_back(q);
+    struct frame { op_id q; std::vector<tensor_id> reads; std::size_t next; };
+    std::vector<frame> stack;
+    const auto enter = [&](tensor_id x) {
+      if (readable(x)) return;
+      const auto q = p_.producer(x);
+      const auto st = static_cast<std::size_t>(p_.storage_of(x));
+      // Recreatable there, or rebuilt into its storage while that storage is free (fresh_).
+      const bool into_free = !on_[st] && window_at(fresh_[static_cast<std::size_t>(x)], now_) != nullptr;
+      if (q == no_id || !(recreatable(x, now_) || into_free) || (on_[st] && p_.inplace_of(x) == no_id))
+        throw error(errc::runtime_error, "remat engine: tensor '" + p_.tensor_name(x) + "' is needed at step " + std::to_string(now_) +
+                                             " but can no longer be recomputed (internal error of the policy's drops)");
+      if (seen[static_cast<std::size_t>(q)]) return;
+      stack.push_back({q, required(q), 0});
+    };
+    enter(t);
+    while (!stack.empty()) {
+      auto& f = stack.back();
+      if (f.next < f.reads.size()) {
+        const auto r = f.reads[f.next++];
+        enter(r);  // (may grow the stack: f is not used after it)
+        continue;
+      }
+      const auto q = f.q;
+      stack.pop_back();
+      if (seen[static_cast<std::size_t>(q)]) continue;
+      seen[static_cast<std::size_t>(q)] = 1;
+      ops.push_back(q);
+    }
   }
 
   // ---- eviction under the target ----
