@@ -56,14 +56,19 @@ struct named_problem {
   problem p;
 };
 
-std::vector<named_problem> deadline_inputs(int max_graphs) {
-  std::vector<named_problem> v;
+// The bundled exports (data/models), sorted by name.
+std::vector<std::filesystem::path> bundled_exports() {
   const auto dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().string().ends_with(".json.gz")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
+  return files;
+}
+
+std::vector<named_problem> deadline_inputs(int max_graphs) {
+  std::vector<named_problem> v;
+  for (const auto& f : bundled_exports()) {
     if (static_cast<int>(v.size()) >= max_graphs) break;
     v.push_back({f.filename().string(), io::read_graph(f.string())});
   }
@@ -153,13 +158,8 @@ void run_variants(double limit, int max_graphs) {
   std::printf("%-36s %6s %8s %10s %10s %9s  %s\n", "graph", "budget", "plans", "whole sets", "search", "overrun", "note");
   double worst_overrun = 0;
   std::string worst_where = "none";
-  const auto dir = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models";
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().string().ends_with(".json.gz")) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
   int graphs = 0;
-  for (const auto& f : files) {
+  for (const auto& f : bundled_exports()) {
     if (graphs >= max_graphs) break;
     const auto p = io::read_graph(f.string());
     if (choose_variants(p).taken == choose_variants(p, variant_rule::no_peak_higher).taken) continue;

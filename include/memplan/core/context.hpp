@@ -3,10 +3,10 @@
 // memory budget and capacity, alignment, time limit, deterministic mode, progress callback, MILP
 // backend, and a cache of per-problem analyses (computed once per pipeline run, whichever stage asks
 // first). One context serves one pipeline run at a time: the cache is not synchronized.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <algorithm>
 #include <optional>
 
 #include <memplan/base/deadline.hpp>
@@ -135,12 +135,13 @@ struct plan_context {
 
   // The time limit a searching policy uses, given its own default: none in deterministic mode, and
   // never past `stop` (< 0: none).
-  [[nodiscard]] double time_limit_or(double own_default) const {
+  [[nodiscard]] double time_limit_or(double own_default) const { return within_stop(time_limit_s >= 0 ? time_limit_s : own_default); }
+  // `seconds` (< 0: none) cut to what is left before `stop`; none in deterministic mode.
+  [[nodiscard]] double within_stop(double seconds) const {
     if (deterministic) return -1.0;
-    const double own = time_limit_s >= 0 ? time_limit_s : own_default;
-    if (!stop.limited()) return own;
+    if (!stop.limited()) return seconds;
     const double left = stop.seconds_left();
-    return own < 0 ? left : std::min(own, left);
+    return seconds < 0 ? left : std::min(seconds, left);
   }
 
   // lower_bound_peak of p, from the cache when it is p's.

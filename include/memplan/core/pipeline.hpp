@@ -239,7 +239,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     if (ctx.cut_bound && lb < mp.stats.peak) {
       cut_bound_options co;
       co.stop_at = mp.stats.peak;  // reaching the peak proves the order optimal: stop there
-      co.time_limit_s = ctx.deterministic ? -1.0 : ctx.stop.limited() ? std::min(ctx.cut_bound_time_limit_s, ctx.stop.seconds_left()) : ctx.cut_bound_time_limit_s;
+      co.time_limit_s = ctx.within_stop(ctx.cut_bound_time_limit_s);  // (none in deterministic mode)
       if (ctx.deterministic) co.max_ops_exact = std::min(co.max_ops_exact, 1500);
       if (const auto cut = cut_lower_bound(p, co); cut.bytes > lb) {
         lb = cut.bytes;
