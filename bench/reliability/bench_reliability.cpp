@@ -191,9 +191,10 @@ void run_variants(double limit, int max_graphs) {
         worst_where = f.filename().string() + " at " + std::to_string(fraction).substr(0, 3) + "x";
       }
       const auto groups = note.find("; then ");
-      const auto whole = calls >= 2 ? number_text(whole_sets_end - first) + " s" : std::string("-");
+      char whole[32] = "-";  // (no whole set planned: the budget was refused first)
+      if (calls >= 2) std::snprintf(whole, sizeof whole, "%.2f s", whole_sets_end - first);
       std::printf("%-36s %5.1fx %8d %10s %8.2f s %8.1f%%  %s\n", f.filename().string().c_str(), fraction, std::max(0, calls - 2),
-                  whole.c_str(), spent, 100 * overrun, note.substr(groups == std::string::npos ? 0 : groups + 7, 160).c_str());
+                  whole, spent, 100 * overrun, note.substr(groups == std::string::npos ? 0 : groups + 7, 160).c_str());
       std::fflush(stdout);
     }
   }
