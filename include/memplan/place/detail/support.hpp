@@ -27,16 +27,17 @@ inline constexpr std::int64_t unplaced = -1;
 
 // The problem with its capacity lifted: composite policies (best_of, default_placer) run their members
 // on it and enforce the capacity once, on the winner.
-// A searching placer (exact, default_placer) adjusted by a plan context: its time limit (cut to the
-// context's stop) replaces the placer's; in deterministic mode the search stops on a node budget instead of a clock, so the
-// same input gives the same placement on any machine; the context's progress callback when the
-// placer has none. (Placer: time_limit_s, node_limit, progress members, seconds().)
+// A searching placer (exact, default_placer) adjusted by a plan context: the context's time limit,
+// else the placer's own, cut to the context's stop; in deterministic mode the search stops on a node
+// budget instead of a clock, so the same input gives the same placement on any machine; the
+// context's progress callback when the placer has none. (Placer: time_limit_s, node_limit, progress
+// members, seconds().)
 template <class Placer>
 Placer with_context(Placer q, const plan_context& ctx, std::int64_t deterministic_node_limit) {
   if (ctx.deterministic) {
     q.time_limit_s = 1e9;  // never expires (base/deadline.hpp)
     if (q.node_limit < 0) q.node_limit = deterministic_node_limit;
-  } else if (ctx.time_limit_s >= 0 || ctx.stop.limited()) {
+  } else {
     q.time_limit_s = ctx.time_limit_or(q.seconds());
   }
   if (!q.progress) q.progress = ctx.progress;
