@@ -9,6 +9,8 @@
 #include <memplan/remat/checkmate_ilp.hpp>
 #include <memplan/schedule/given.hpp>
 
+#include "../support/sanitizer_scale.hpp"
+#include "../support/small_stack.hpp"
 #include "remat_check.hpp"
 
 using namespace memplan;
@@ -127,6 +129,35 @@ TEST_CASE("checkmate model: optimal staged plans encode to feasible assignments 
     }
   }
   MESSAGE(plans << " plans encoded");
+}
+
+TEST_CASE("checkmate's on-demand plan recomputes a 1,500-layer chain on a 128 KB thread stack (no recursion)") {
+  // Each backward stage reads an activation the plan did not keep, recomputed in that stage from the
+  // chain's input: the early backward stages rebuild about the whole forward chain. The recursive
+  // walk this replaced took a call-stack frame per op there, overflowing a 128 KB stack (musl's
+  // default) at 1,500 layers and a 256 KB one at 3,000 (-O2), and 128 KB at 600 under ASan (-O1),
+  // where the plan's O(n^2) work is cut to that.
+  const int n = testing::full_or_sanitized(1500, 600);
+  const auto p = make_problem(testing::plain_chain(n));
+  const auto tl = given_timeline(p);
+  timeline out = tl;
+  bool planned = false;
+  REQUIRE(testing::run_on_small_stack(128 * 1024, [&] {
+    const auto f = remat::detail::checkmate_make_facts(p, tl);
+    if (const auto od = remat::detail::on_demand_plan(p, f)) {
+      remat::detail::staged_to_timeline(p, f, *od, out);
+      planned = true;
+    }
+  }));
+  REQUIRE(planned);
+  CHECK(violation_of(p, out) == "<valid>");
+  CHECK(out.peak * 100 < tl.peak);
+  std::int64_t burst = 0, deepest = 0;
+  for (const auto& s : out.steps) {
+    if (s.kind == step_kind::recompute) deepest = std::max(deepest, ++burst);
+    if (s.kind == step_kind::compute) burst = 0;
+  }
+  CHECK(deepest >= n - 2);
 }
 
 TEST_CASE("checkmate_ilp without a backend falls back to the best warm start and says so") {

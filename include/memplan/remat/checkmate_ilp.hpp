@@ -51,7 +51,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -609,6 +608,15 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     drop[su] = ok ? 1 : 0;
   }
   staged_plan sp(n, f.nt());
+  // A frame of `need`'s walk: storage s's producer (position pr) runs again in the stage; next: the
+  // input (or, once outputs is set, the output) it goes on with.
+  struct need_frame {
+    storage_id s;
+    std::int32_t pr;
+    std::size_t next;
+    bool outputs;
+  };
+  std::vector<need_frame> frames;
   for (std::size_t attempt = 0; attempt <= ns; ++attempt) {
     if (attempt > 0) {
       if (clock.expired()) return std::nullopt;
@@ -622,45 +630,81 @@ inline std::optional<staged_plan> on_demand_plan(const problem& p, const checkma
     std::vector<tensor_id> held_end(ns, no_id), kept(ns, no_id);
     std::vector<std::uint8_t> alloc(ns, 0);
     std::int32_t t = 0;
-    // Makes v readable in stage t; returns the storage to keep instead when it cannot (or -1).
-    std::function<std::int32_t(tensor_id, std::int32_t)> need = [&](tensor_id v, std::int32_t asker) -> std::int32_t {
-      const auto s = p.storage_of(v);
-      const auto su = static_cast<std::size_t>(s);
-      const auto pr = f.prod[static_cast<std::size_t>(v)];
-      if (f.fixed[su]) return f.fixed_version(s, t) == f.version[static_cast<std::size_t>(v)] ? -1 : asker;
-      if (!drop[su]) {
-        if (pr >= 0 && sp.runs(t, pr)) return -1;
-        const auto w = f.writer[static_cast<std::size_t>(v)];
-        if (w >= 0 && w < t) return asker;
-        keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], t);
-        return -1;
-      }
-      if (kept[su] == v || sp.runs(t, pr)) return -1;
-      if (kept[su] == no_id && held_end[su] == v && !alloc[su]) {
-        kept[su] = v;
-        sp.keep(t, v) = 1;
-        return -1;
-      }
-      if (kept[su] != no_id) return s;  // another version of s is kept into this stage
-      const auto o = f.order[static_cast<std::size_t>(pr)];
-      for (auto u : p.inputs(o))
-        if (auto bad = need(u, s); bad >= 0) return bad;
-      for (auto w : p.outputs(o)) {
-        const auto s2 = p.storage_of(w);
-        const auto s2u = static_cast<std::size_t>(s2);
-        if (s2 == s) {
-          if (p.inplace_of(w) != no_id)
-            if (auto bad = need(p.inplace_of(w), s); bad >= 0) return bad;
-          continue;
+    // Makes v readable in stage t; returns the storage to keep instead when it cannot (or -1). The
+    // recomputes a stage needs chain back through the ops (on a chain's backward, to its input): they
+    // are walked on an explicit stack, one frame per op being recomputed, not on the call stack (a
+    // 3,000-layer chain overflowed a 256 KB thread stack).
+    auto need = [&](tensor_id v0, std::int32_t asker0) -> std::int32_t {
+      // v's own checks: -1 (readable in stage t as it is) or the storage to keep instead; otherwise its
+      // producer is to run in stage t: a frame is pushed and `recompute` returned.
+      constexpr std::int32_t recompute = -2;
+      auto open = [&](tensor_id v, std::int32_t asker) -> std::int32_t {
+        const auto s = p.storage_of(v);
+        const auto su = static_cast<std::size_t>(s);
+        const auto pr = f.prod[static_cast<std::size_t>(v)];
+        if (f.fixed[su]) return f.fixed_version(s, t) == f.version[static_cast<std::size_t>(v)] ? -1 : asker;
+        if (!drop[su]) {
+          if (pr >= 0 && sp.runs(t, pr)) return -1;
+          const auto w = f.writer[static_cast<std::size_t>(v)];
+          if (w >= 0 && w < t) return asker;
+          keep_until[static_cast<std::size_t>(v)] = std::max(keep_until[static_cast<std::size_t>(v)], t);
+          return -1;
         }
-        // Another storage: fine when it is dropped too, w is its root and no later version is kept.
-        if (p.inplace_of(w) != no_id || (!drop[s2u] && f.chain[s2u].size() > 1)) return s;
-        if (drop[s2u] && kept[s2u] != no_id && f.version[static_cast<std::size_t>(kept[s2u])] > 0) return s;
+        if (kept[su] == v || sp.runs(t, pr)) return -1;
+        if (kept[su] == no_id && held_end[su] == v && !alloc[su]) {
+          kept[su] = v;
+          sp.keep(t, v) = 1;
+          return -1;
+        }
+        if (kept[su] != no_id) return s;  // another version of s is kept into this stage
+        frames.push_back({s, pr, 0, false});
+        return recompute;
+      };
+      frames.clear();
+      auto r = open(v0, asker0);
+      while (!frames.empty()) {
+        if (r >= 0) return r;  // a storage to keep instead: the whole request fails with it
+        auto& fr = frames.back();
+        const auto o = f.order[static_cast<std::size_t>(fr.pr)];
+        const auto s = fr.s;
+        // Its inputs first, then the older versions its in-place outputs overwrite, then the checks
+        // on its other outputs; each need may push a frame, which runs before this one resumes.
+        const auto ins = p.inputs(o);
+        if (!fr.outputs) {
+          if (fr.next < ins.size()) {
+            const auto u = ins[fr.next++];
+            r = open(u, s);
+            continue;
+          }
+          fr.outputs = true;
+          fr.next = 0;
+        }
+        const auto outs = p.outputs(o);
+        r = -1;
+        bool opened = false;
+        while (!opened && r < 0 && fr.next < outs.size()) {  // (opened: fr may have moved)
+          const auto w = outs[fr.next++];
+          const auto s2 = p.storage_of(w);
+          const auto s2u = static_cast<std::size_t>(s2);
+          if (s2 == s) {
+            if (p.inplace_of(w) != no_id) {
+              r = open(p.inplace_of(w), s);
+              opened = true;
+            }
+            continue;
+          }
+          // Another storage: fine when it is dropped too, w is its root and no later version is kept.
+          if (p.inplace_of(w) != no_id || (!drop[s2u] && f.chain[s2u].size() > 1)) r = s;
+          else if (drop[s2u] && kept[s2u] != no_id && f.version[static_cast<std::size_t>(kept[s2u])] > 0) r = s;
+        }
+        if (opened || r >= 0) continue;
+        for (auto w : outs)
+          if (p.inplace_of(w) == no_id) alloc[static_cast<std::size_t>(p.storage_of(w))] = 1;
+        sp.run(t, fr.pr) = 1;
+        frames.pop_back();
+        r = -1;
       }
-      for (auto w : p.outputs(o))
-        if (p.inplace_of(w) == no_id) alloc[static_cast<std::size_t>(p.storage_of(w))] = 1;
-      sp.run(t, pr) = 1;
-      return -1;
+      return r;
     };
     std::int32_t failed = -1;
     for (t = 0; t < n && failed < 0; ++t) {
