@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -595,6 +596,12 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
         if (t.size() < 2) continue;
         ++overshot;
         CHECK(t[1] < t[0]);
+        // The report says why the stages reran, at what, and which plan it kept.
+        const auto said = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
+        REQUIRE(said != mp.stats.notes.end());
+        CHECK(said->find("budget: aimed at " + std::to_string(ctx.budget) + " bytes") == 0);
+        CHECK(said->find("ran " + std::to_string(t.size() - 1) + " more time") != std::string::npos);
+        CHECK(said->find("(stage seconds are over all " + std::to_string(t.size()) + " runs)") != std::string::npos);
         CHECK(t[1] > op_local_bound(p));  // a try first, not the least target (which recomputes most)
         // The try that fitted is the highest target below the overshooting ones; bisection only
         // climbs from it. With a constant pad the first try lowers by about the pad and fits.
@@ -657,6 +664,9 @@ TEST_CASE("plan() tries a target with a margin before the least target when its 
   CHECK(t[2] < t[1]);
   CHECK(t[2] > floor);  // a try with a margin, not the least target
   CHECK(mp.stats.peak > 2 * floor);
+  // The placer's seconds are over every run, each of which slept (not the last run's alone).
+  CHECK(*pad.calls == t.size());
+  CHECK(mp.stats.place_seconds >= pad.sleep_s * static_cast<double>(t.size()));
 }
 
 namespace {

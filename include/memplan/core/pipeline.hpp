@@ -13,12 +13,14 @@
 // arena memplan reached and the bound below which no plan exists. Every plan returned here has passed
 // memplan::verify (an invalid one throws errc::invalid_plan).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
@@ -69,6 +71,11 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
 
 inline std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
 
+// Adds the seconds of the stage records from index `from` on to `secs`, by stage kind.
+inline void add_stage_seconds(std::array<double, 4>& secs, const std::vector<stage_record>& records, std::size_t from) {
+  for (std::size_t i = from; i < records.size(); ++i) secs[static_cast<std::size_t>(records[i].kind)] += records[i].seconds;
+}
+
 // For pipelines that reduce memory by recomputation alone: the least memory any such plan needs
 // (core/recompute_bound.hpp), when it is above the op-local bound.
 template <class S>
@@ -112,6 +119,9 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       start.stages.push_back({stage_kind::scheduler, "given", 0.0, std::move(chosen)});
   }
   const auto run_began = deadline::clock::now();
+  std::array<double, 4> run_seconds{};  // by stage kind, over every run (when the budget loop reran)
+  std::vector<std::pair<std::int64_t, std::int64_t>> reruns;  // the budget loop's: (target, arena)
+  std::int64_t first_arena = 0, first_target = 0, kept_target = 0;
   try {
     tl = detail::run_from(stages, 0, p, std::move(start), run_ctx, &before_reduce, &reduce_at);
   } catch (const error& e) {
@@ -129,9 +139,18 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // least target says whether the budget can be met at all. Then bisection for the highest target
       // that fits, which recomputes / offloads least.
       const auto floor = ctx.cache->op_local();
+      // Each rerun's stage times count in the plan's (the time spent in each kind of stage over all
+      // runs), and the note says what each aimed at and what it placed.
+      const auto kept_records = before_reduce.stages.size();
+      detail::add_stage_seconds(run_seconds, tl.stages, 0);
+      first_arena = tl.arena;
+      first_target = run_ctx.memory_target;
       auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
-        return detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+        auto out = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
+        detail::add_stage_seconds(run_seconds, out.stages, kept_records);
+        reruns.push_back({target, out.arena});
+        return out;
       };
       // The reruns (each a whole run of the reducer and what follows) are paced: a run starts while
       // the time left covers one like the longest so far. With a time limit, all of them share one
@@ -209,6 +228,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
           bad = mid;
         }
       }
+      kept_target = ok;
     }
   } else {
     if (limited && tl.arena > limit)
@@ -221,6 +241,21 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
 
   memory_plan mp{std::move(tl), {}};
   mp.stats = timeline_stats(p, mp);
+  if (!reruns.empty()) {
+    // The stage seconds are the time spent in each kind of stage over all the runs, and a note says
+    // why they reran and what each placed.
+    mp.stats.schedule_seconds = run_seconds[static_cast<std::size_t>(stage_kind::scheduler)];
+    mp.stats.checkpoint_seconds = run_seconds[static_cast<std::size_t>(stage_kind::checkpointer)];
+    mp.stats.offload_seconds = run_seconds[static_cast<std::size_t>(stage_kind::offloader)];
+    mp.stats.place_seconds = run_seconds[static_cast<std::size_t>(stage_kind::placer)];
+    std::string note = "budget: aimed at " + detail::bytes_text(first_target) + ", the placed arena was " + detail::bytes_text(first_arena) +
+                       ", above the limit of " + detail::bytes_text(limit) + "; the " + (contains_kind<S>(stage_kind::checkpointer) ? "checkpointer" : "offloader") +
+                       " and the stages after it ran " + std::to_string(reruns.size()) + " more time" + (reruns.size() > 1 ? "s" : "") + ", aimed at";
+    for (std::size_t i = 0; i < reruns.size(); ++i)
+      note += (i ? ", " : " ") + std::to_string(reruns[i].first) + " (arena " + std::to_string(reruns[i].second) + ")";
+    note += "; kept the plan aimed at " + std::to_string(kept_target) + " (stage seconds are over all " + std::to_string(reruns.size() + 1) + " runs)";
+    mp.stats.notes.push_back(std::move(note));
+  }
   const bool reduced = has_reducer && std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& x) {
     return x.kind != step_kind::compute && x.kind != step_kind::free;
   });
