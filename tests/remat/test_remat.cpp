@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/registry/checkpointers.hpp>
+#include <memplan/remat/best_solver_free.hpp>
 #include <memplan/remat/engine.hpp>
 #include <memplan/remat/greedy.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
@@ -763,6 +765,74 @@ TEST_CASE("greedy's restore pass keeps dropped values again while the target hol
                << " cost units in all)");
   CHECK(runs > 0);
   CHECK(cheaper > 0);
+}
+
+namespace {
+// Calls fn(p, tl, ctx) on the random training graphs of seeds 1..seeds (given order), with each
+// fraction of the order's peak as the memory target.
+template <class Fn>
+void on_training_targets(int seeds, std::initializer_list<double> fractions, Fn&& fn) {
+  for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(seeds); ++seed) {
+    const auto p = testing::training_dag(seed, {.p_huge = 0.0});
+    const auto tl = given_timeline(p);
+    for (double fr : fractions) {
+      CAPTURE(seed);
+      CAPTURE(fr);
+      plan_context ctx;
+      ctx.memory_target = static_cast<std::int64_t>(fr * static_cast<double>(tl.peak));
+      fn(p, tl, ctx);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("greedy's annealing phase: valid plans, never costlier than its start, cheaper on some graphs, the same on every run") {
+  // Untimed (no limit in the context), so every run takes all its steps: the plans must repeat.
+  // (Random training graphs rarely fit much less than 0.85 of their peak.)
+  int runs = 0, cheaper = 0, met = 0;
+  double saved = 0.0;
+  on_training_targets(testing::full_or_sanitized(40, 8), {0.95, 0.9, 0.85}, [&](const problem& p, const timeline& tl, const plan_context& ctx) {
+    const auto without = remat::greedy{}.run(p, tl, ctx);
+    const auto with = remat::greedy{.anneal = true}.run(p, tl, ctx);
+    CHECK(testing::violation_of(p, with) == "<valid>");
+    CHECK(with.stages.back().name == "greedy+anneal");
+    if (without.peak <= ctx.memory_target) {
+      CHECK(with.peak <= ctx.memory_target);
+      const auto a = testing::model_cost(p, without), b = testing::model_cost(p, with);
+      CHECK(b <= a + 1e-9);
+      cheaper += b < a - 1e-9;
+      saved += a - b;
+      ++met;
+    } else {
+      CHECK(with.peak <= without.peak);
+    }
+    ++runs;
+    CHECK(with.steps == remat::greedy{.anneal = true}.run(p, tl, ctx).steps);
+  });
+  MESSAGE(runs << " runs, " << met << " met the target without annealing; annealing lowered the recompute cost on " << cheaper
+               << " (by " << saved << " cost units in all)");
+  CHECK(met > 0);
+  CHECK(cheaper > 0);
+}
+
+TEST_CASE("best_solver_free anneals a greedy winner: valid, never costlier than without, the same plan in deterministic mode") {
+  int annealed = 0, cheaper = 0;
+  on_training_targets(testing::full_or_sanitized(40, 8), {0.9, 0.85}, [&](const problem& p, const timeline& tl, plan_context ctx) {
+    ctx.deterministic = true;
+    const auto without = remat::best_solver_free{.anneal = false}.run(p, tl, ctx);
+    const auto with = remat::best_solver_free{}.run(p, tl, ctx);
+    CHECK(testing::violation_of(p, with) == "<valid>");
+    CHECK(with.steps == remat::best_solver_free{}.run(p, tl, ctx).steps);
+    if (without.peak > ctx.memory_target) return;
+    CHECK(with.peak <= ctx.memory_target);
+    const auto a = testing::model_cost(p, without), b = testing::model_cost(p, with);
+    CHECK(b <= a + 1e-9);
+    annealed += with.stages.back().name == "best_solver_free(greedy+anneal)";
+    cheaper += b < a - 1e-9;
+  });
+  MESSAGE("the annealed greedy won on " << annealed << " runs, cheaper than without on " << cheaper);
+  CHECK(cheaper > 0);
+  CHECK(annealed >= cheaper);
 }
 
 TEST_CASE("greedy keeping rebuild inputs gives valid plans on random training graphs, within the target or saying so") {

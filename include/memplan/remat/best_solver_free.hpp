@@ -7,11 +7,13 @@
 // the inputs that rebuild what it drops), each searching
 // within what is left of the budget; the winner is the first plan that meets the memory target at the
 // least recompute cost (best_of's rule for checkpointers), and without a target the timeline is
-// returned unchanged. Deterministic in deterministic mode (all run).
+// returned unchanged. A greedy winner then runs again annealing its drop set (`anneal`).
+// Deterministic in deterministic mode (all run).
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -30,6 +32,7 @@ namespace memplan::remat {
 struct best_solver_free {
   static constexpr stage_kind kind = stage_kind::checkpointer;
   double time_limit_s = 1.0;  // for the whole search (members poll it between their replays)
+  bool anneal = true;         // then the winning greedy variant again, annealing its drop set (greedy::anneal)
   [[nodiscard]] std::string name() const { return "best_solver_free"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const { return run_as(p, std::move(tl), ctx, name()); }
@@ -77,7 +80,34 @@ struct best_solver_free {
       tried += (tried.empty() ? "" : ", ") + stage.name() + " peak " + std::to_string(c.tl.peak) + " cost " + cost;
       cs.push_back(std::move(c));
     };
-    std::apply([&](const auto&... m) { (consider(m), ...); }, members);
+    std::vector<std::size_t> member_of;  // per candidate: the member that made it
+    std::size_t index = 0;
+    auto run_member = [&](const auto& m) {
+      const auto before = cs.size();
+      consider(m);
+      if (cs.size() > before) member_of.push_back(index);
+      ++index;
+    };
+    std::apply([&](const auto&... m) { (run_member(m), ...); }, members);
+    // Then the winner, when it is a greedy variant, again with its drop set annealed (remat::greedy's
+    // phase 3: counted steps, on graphs where they are at most its anneal_work op replays) in what is
+    // left of the time: SqueezeNet at batch 32 and half its peak, 12.5 -> 10.2 % in 0.4 s more.
+    if (anneal && !cs.empty()) {
+      const auto winner = member_of[detail::choose(cs, target)];
+      index = 0;
+      auto anneal_member = [&](const auto& m) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, greedy>) {
+          if (index == winner) {
+            auto g = m;
+            g.anneal = true;
+            members_left = 1;  // all the time left
+            consider(g);
+          }
+        }
+        ++index;
+      };
+      std::apply([&](const auto&... m) { (anneal_member(m), ...); }, members);
+    }
     const auto k = detail::choose(cs, target);
     auto out = std::move(cs[k].tl);
     auto winner = out.stages.back();

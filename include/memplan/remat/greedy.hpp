@@ -12,9 +12,12 @@
 // least recompute cost that meets the target is returned (the lowest peak when none does). Without a
 // target, the timeline is returned unchanged. About a dozen O(steps) replays; fast on 100k-op graphs.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -65,8 +68,23 @@ struct greedy {
   // while the plan still meets it (one replay each, at most max_restores).
   bool restore = true;
   int max_restores = 128;
+  // 3. Then search which values to drop by simulated annealing, from the best drop set so far: each
+  // step flips one ranked value (dropped or kept) and replays; a step is taken when it lowers
+  // recompute cost + a penalty per byte above the target, or else with the Metropolis probability at a
+  // temperature that cools from 1 % to 0.1 % of the step's compute cost. It finds what the ranking
+  // cannot see: when a value and the input it is rebuilt from are both dropped, the rebuild cascades,
+  // so good sets drop one of each such pair (SqueezeNet at half its peak: 12.5 -> 10.2 %). Its steps
+  // are counted, not timed, from a fixed seed, so the plan repeats: anneal_steps, or by default 100 per
+  // ranked value when that is at most anneal_work op replays in all (above, none: the replays of the
+  // large batch-32 exports take 0.5 ms, and there it found nothing in the time a plan has). A time
+  // limit that still runs out (a loaded machine) stops it with the best plan so far.
+  // remat::best_solver_free anneals the greedy variant that won.
+  bool anneal = false;
+  int anneal_steps = 0;
+  std::int64_t anneal_work = 1'000'000;
   [[nodiscard]] std::string name() const {
-    return std::string(inplace_chains ? "greedy" : "greedy+keep_inplace_chains") + (keep_rebuild_inputs ? "+keep_rebuild_inputs" : "");
+    return std::string(inplace_chains ? "greedy" : "greedy+keep_inplace_chains") + (keep_rebuild_inputs ? "+keep_rebuild_inputs" : "") +
+           (anneal ? "+anneal" : "");
   }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
@@ -102,18 +120,21 @@ struct greedy {
     step_pacer pace(clock);
     bool cut = false;
     std::vector<detail::candidate> cs;
+    std::vector<std::vector<std::uint8_t>> sets;  // per candidate: its drop set (empty: an eviction run)
     std::vector<std::uint8_t> kept(rank.size(), 0);  // prefix entries kept after all (the restore pass)
     auto attempt = [&](std::size_t k, bool with_eviction, bool keep_chain_ends = false) {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
       for (std::size_t i = 0; i < k; ++i)
         pol.drop_it[static_cast<std::size_t>(rank[i].second)] = !kept[i] && !(keep_chain_ends && chain_end[static_cast<std::size_t>(rank[i].second)]);
+      if (!with_eviction) sets.push_back(pol.drop_it);
       engine_stats st;
       // Eviction runs stop at the deadline (and then give no plan); plain ones always finish.
       detail::candidate cand{e.run(pol, target, with_eviction, &st, with_eviction ? &clock : nullptr), 0.0, {}};
-      if (st.aborted) {  // the deadline passed during the replay: no plan
+      if (st.aborted) {  // the deadline passed during the replay: no plan (only eviction runs stop)
         cut = true;
         return std::numeric_limits<std::int64_t>::max();
       }
+      if (with_eviction) sets.emplace_back();
       cand.cost = detail::recompute_cost(e, cand.tl);
       cand.what = std::to_string(k) + " cheapest values dropped" + (keep_chain_ends ? " but those ending in-place chains" : "") +
                   (with_eviction ? ", " + std::to_string(st.evictions) + " evictions" : std::string());
@@ -184,10 +205,13 @@ struct greedy {
         if (attempt(hi, false) > target) {
           kept[i] = 0;
           cs.pop_back();  // the plan that missed: not a candidate
+          sets.pop_back();
         }
       }
       std::fill(kept.begin(), kept.end(), 0);
     }
+    std::string annealing;
+    if (anneal && !cs.empty() && !cut) cut = !anneal_drops(e, c, rank, target, clock, sets[detail::choose(cs, target)], cs, sets, annealing);
     if (evict) {
       // Eviction from there and from shorter prefixes: drops it need not make.
       const bool fits = std::any_of(cs.begin(), cs.end(), [&](const detail::candidate& c) { return c.tl.peak <= target; });
@@ -210,11 +234,71 @@ struct greedy {
     const auto best = detail::choose(cs, target);
     const bool missed = cs[best].tl.peak > target;
     return detail::finish(tl, std::move(cs[best]), kind, name(), e,
-                          std::to_string(cs.size()) + " plans tried" + (cut ? " (time limit reached)" : "") +
+                          std::to_string(cs.size()) + " plans tried" + (cut ? " (time limit reached)" : "") + annealing +
                               (missed ? "; the target was not reached" : ""));
   }
 
  private:
+  // Phase 3 (see `anneal`): adds the best plan it replays that meets the target (or, when none of cs
+  // does, the one with the lowest peak) to cs; says in `note` when it did not run in full. False when
+  // the clock stopped it.
+  bool anneal_drops(detail::engine& e, const forward_chain& c, const std::vector<std::pair<double, storage_id>>& rank, std::int64_t target,
+                    const deadline& clock, std::vector<std::uint8_t> drop, std::vector<detail::candidate>& cs,
+                    std::vector<std::vector<std::uint8_t>>& sets, std::string& note) const {
+    const double total = detail::compute_cost(e);
+    if (rank.empty() || drop.empty() || !(total > 0) || target == std::numeric_limits<std::int64_t>::max()) return true;
+    const auto ops = static_cast<std::int64_t>(std::max<std::size_t>(1, e.order().size()));
+    const std::int64_t steps = anneal_steps > 0 ? static_cast<std::int64_t>(anneal_steps) : 100 * static_cast<std::int64_t>(rank.size());
+    if (anneal_steps <= 0 && steps > anneal_work / ops) {
+      note += "; not annealed: " + std::to_string(steps) + " steps of " + std::to_string(ops) + " ops are more than anneal_work = " +
+              std::to_string(anneal_work) + " op replays";
+      return true;
+    }
+    const double per_byte = 2.0 * total / static_cast<double>(std::max<std::int64_t>(target, 1));  // 1 % over: 2 % of a step
+    const double hot = 0.01 * total, cold = 0.001 * total;
+    auto replay = [&](double& cost) {
+      detail::drop_set_policy pol{&c, drop};
+      auto tl = e.run(pol, std::numeric_limits<std::int64_t>::max(), false);
+      cost = detail::recompute_cost(e, tl);
+      return tl;
+    };
+    auto score = [&](std::int64_t peak, double cost) { return cost + per_byte * static_cast<double>(std::max<std::int64_t>(0, peak - target)); };
+    double cost = 0;
+    auto best = replay(cost);
+    double best_cost = cost, current = score(best.peak, cost);
+    std::vector<std::uint8_t> best_drop = drop;
+    // A fixed generator and seed, and integer draws: the same steps on every run and standard library.
+    std::mt19937 rng(0x6d656d70u);
+    std::int64_t improved = 0, k = 0;
+    for (; k < steps && !clock.expired(); ++k) {
+      const double temperature = hot * std::pow(cold / hot, static_cast<double>(k) / static_cast<double>(steps));
+      auto& x = drop[static_cast<std::size_t>(rank[rng() % rank.size()].second)];
+      x ^= 1;
+      double c2 = 0;
+      auto tl = replay(c2);
+      const double s2 = score(tl.peak, c2);
+      const double draw = static_cast<double>(rng()) / 4294967296.0;
+      if (s2 <= current || draw < std::exp((current - s2) / temperature)) {
+        current = s2;
+        const bool fits = tl.peak <= target, best_fits = best.peak <= target;
+        if (fits ? (!best_fits || c2 < best_cost) : (!best_fits && tl.peak < best.peak)) {
+          best = std::move(tl);
+          best_cost = c2;
+          best_drop = drop;
+          ++improved;
+        }
+      } else {
+        x ^= 1;
+      }
+    }
+    if (k < steps) note += "; annealing stopped by the time limit after " + std::to_string(k) + " of " + std::to_string(steps) + " steps";
+    if (improved > 0) {
+      cs.push_back({std::move(best), best_cost, "annealed drop set (" + std::to_string(k) + " steps, " + std::to_string(improved) + " improvements)"});
+      sets.push_back(std::move(best_drop));
+    }
+    return k == steps;
+  }
+
   [[nodiscard]] timeline run_keeping_rebuild_inputs(const problem& p, timeline tl, const plan_context& ctx) const {
     std::int64_t extra = 0;
     const auto q = with_ops(p, [&](const problem& g, op_id o, op_fields& f) {
