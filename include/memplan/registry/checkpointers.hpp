@@ -19,7 +19,7 @@ inline const registry<any_checkpointer>& checkpointers() {
     using namespace remat;
     registry<any_checkpointer> g("checkpointer");
     g.add("none", "recompute nothing", [] { return any_checkpointer(none{}); });
-    g.add("default", "best of the solver-free checkpointers that meets the budget at the least recompute cost (each op on its own implementation; monet_greedy chooses them too)",
+    g.add("default", "best of the solver-free checkpointers that meets the budget at the least recompute cost, a greedy winner then annealing its drop set (each op on its own implementation; monet_greedy chooses them too)",
           [] { return any_checkpointer(default_checkpointer{}); });
     g.add("greedy", "evict the cheapest value per byte-step to its next use above the budget (DTR), recompute just in time",
           [] { return any_checkpointer(greedy{}); });

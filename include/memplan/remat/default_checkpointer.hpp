@@ -46,7 +46,7 @@ struct default_checkpointer {
       return out;
     }
     const auto records = tl.stages.size();
-    auto out = monet_greedy{.inner = best_solver_free{.time_limit_s = time_limit_s}, .time_limit_s = implementations_time_limit_s}.run(p, std::move(tl), ctx);
+    auto out = monet_greedy{.inner = best_solver_free{.time_limit_s = time_limit_s, .anneal = false}, .time_limit_s = implementations_time_limit_s}.run(p, std::move(tl), ctx);
     if (out.stages.size() > records) {
       auto& r = out.stages.back();
       r.name = name() + "(" + r.name + ")";

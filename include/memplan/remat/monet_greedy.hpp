@@ -62,7 +62,11 @@ using memplan::detail::upgrade_impls;
 struct monet_greedy {
   static constexpr stage_kind kind = stage_kind::checkpointer;
 
-  any_checkpointer inner = best_solver_free{};     // recomputes over a fixed choice of implementations
+  // Recomputes over a fixed choice of implementations. Without best_solver_free's annealing: each of
+  // the dozen inner runs has a small share of the time, and an annealed plan sits closer to the target,
+  // which a placer may then overshoot -- in examples/choose_implementations.cpp greedy_by_size did at
+  // 0.5x, and plan()'s re-targeting ended 12 % costlier (1.345x against 1.196x of the ideal step).
+  any_checkpointer inner = best_solver_free{.anneal = false};
   bool one_impl_per_op = true;                      // computation and recomputations of an op run one implementation
   std::int32_t caps = 6;                            // workspace caps tried in step 1 besides infinity and 0
   std::int32_t rounds = 2;                          // step 4
