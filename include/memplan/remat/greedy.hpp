@@ -120,13 +120,12 @@ struct greedy {
     step_pacer pace(clock);
     bool cut = false;
     std::vector<detail::candidate> cs;
-    std::vector<std::vector<std::uint8_t>> sets;  // per candidate: its drop set (empty: an eviction run)
+    std::vector<std::vector<std::uint8_t>> sets;  // with anneal, per candidate: its drop set (empty: an eviction run)
     std::vector<std::uint8_t> kept(rank.size(), 0);  // prefix entries kept after all (the restore pass)
     auto attempt = [&](std::size_t k, bool with_eviction, bool keep_chain_ends = false) {
       detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
       for (std::size_t i = 0; i < k; ++i)
         pol.drop_it[static_cast<std::size_t>(rank[i].second)] = !kept[i] && !(keep_chain_ends && chain_end[static_cast<std::size_t>(rank[i].second)]);
-      if (!with_eviction) sets.push_back(pol.drop_it);
       engine_stats st;
       // Eviction runs stop at the deadline (and then give no plan); plain ones always finish.
       detail::candidate cand{e.run(pol, target, with_eviction, &st, with_eviction ? &clock : nullptr), 0.0, {}};
@@ -134,7 +133,7 @@ struct greedy {
         cut = true;
         return std::numeric_limits<std::int64_t>::max();
       }
-      if (with_eviction) sets.emplace_back();
+      if (anneal) sets.push_back(with_eviction ? std::vector<std::uint8_t>{} : pol.drop_it);
       cand.cost = detail::recompute_cost(e, cand.tl);
       cand.what = std::to_string(k) + " cheapest values dropped" + (keep_chain_ends ? " but those ending in-place chains" : "") +
                   (with_eviction ? ", " + std::to_string(st.evictions) + " evictions" : std::string());
@@ -205,7 +204,7 @@ struct greedy {
         if (attempt(hi, false) > target) {
           kept[i] = 0;
           cs.pop_back();  // the plan that missed: not a candidate
-          sets.pop_back();
+          if (anneal) sets.pop_back();
         }
       }
       std::fill(kept.begin(), kept.end(), 0);
