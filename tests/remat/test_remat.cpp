@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -197,6 +200,50 @@ TEST_CASE("chain_table: a table built for B units answers every smaller budget a
   const auto spent = deadline::after(0);
   const remat::detail::chain_table cut(std::vector<double>(60, 1.0), std::vector<std::int32_t>(59, 1), 8, 64, &spent);
   CHECK_FALSE(cut.complete());
+}
+
+TEST_CASE("chain_table: its cost is the recurrence evaluated directly, on random chains") {
+  // remat/chain.hpp's R and Top, memoized, over the same points (no grouping: max_points >= cuts).
+  // Integer costs: every sum is exact, whatever order the table adds in.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 14);
+    std::vector<double> cost(static_cast<std::size_t>(n) + 1);
+    std::vector<std::int32_t> units(static_cast<std::size_t>(n));
+    for (auto& c : cost) c = static_cast<double>(rng() % 9);
+    for (auto& u : units) u = static_cast<std::int32_t>(rng() % 4);
+    const std::int32_t B = static_cast<std::int32_t>(rng() % 9);
+    std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
+    for (int i = 0; i < n; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + cost[static_cast<std::size_t>(i)];
+    const auto F = [&](int a, int t) { return prefix[static_cast<std::size_t>(t)] - prefix[static_cast<std::size_t>(a)]; };
+    const auto w = [&](int m) { return units[static_cast<std::size_t>(m) - 1]; };
+    std::map<std::tuple<int, int, int>, double> memo_r, memo_top;
+    std::function<double(int, int, int)> R = [&](int a, int t, int b) -> double {
+      if (t == a) return 0.0;
+      const auto key = std::make_tuple(a, t, b);
+      if (auto it = memo_r.find(key); it != memo_r.end()) return it->second;
+      double best = F(a, t) + R(a, t - 1, b);
+      for (int m = a + 1; m < t; ++m)
+        if (w(m) <= b) best = std::min(best, F(a, m) + R(m, t, b - w(m)) + R(a, m - 1, b));
+      return memo_r[key] = best;
+    };
+    std::function<double(int, int, int)> Top = [&](int a, int t, int b) -> double {
+      if (t == a) return 0.0;
+      const auto key = std::make_tuple(a, t, b);
+      if (auto it = memo_top.find(key); it != memo_top.end()) return it->second;
+      double best = R(a, t, b);
+      for (int m = a + 1; m <= t; ++m)
+        if (w(m) <= b) best = std::min(best, Top(m, t, b - w(m)) + R(a, m - 1, b));
+      return memo_top[key] = best;
+    };
+    const remat::detail::chain_table table(cost, units, B, 64);
+    REQUIRE(table.complete());
+    for (std::int32_t b = 0; b <= B; ++b) {
+      CAPTURE(trial);
+      CAPTURE(b);
+      CHECK(table.cost(b) == Top(0, n, b));
+    }
+  }
 }
 
 TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans, meets a budget at least cost") {

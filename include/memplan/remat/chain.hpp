@@ -146,31 +146,52 @@ class chain_table {
     top_.assign(N * N * W, 0.0);
     r_arg_.assign(N * N * W, -1);
     top_arg_.assign(N * N * W, -1);
+    // For each (a, t), the candidates m run in the outer loop and the budgets b in the inner one: the
+    // rows R(m, t, .), R(a, m-1, .) and Top(m, t, .) are then read in order, where a loop over m for
+    // each b jumped a whole (a, t) plane per read (Inception-v3 at batch 32: chain_table took 22 % of
+    // `memplan plan --budget`'s time). The same sums in the same order and the same strict
+    // comparisons in increasing m: the same table.
     for (std::size_t len = 1; len < N; ++len) {
       if (until && len > 1 && until->expired()) return;  // complete_ stays false
       for (std::size_t a = 0; a + len < N; ++a) {
         const auto t = a + len;
+        double* const r = &r_[at(a, t, 0)];
+        std::int32_t* const r_arg = &r_arg_[at(a, t, 0)];
+        // R: materialise t from a, or advance to m and keep it.
+        const double* const r_prev = &r_[at(a, t - 1, 0)];
         for (std::size_t b = 0; b < W; ++b) {
-          double best = F(a, t) + r_[at(a, t - 1, b)];
-          std::int32_t arg = static_cast<std::int32_t>(t);
-          for (std::size_t m = a + 1; m < t; ++m) {
-            const auto wm = static_cast<std::size_t>(w_[m - 1]);
-            if (wm > b) continue;
-            const auto v = F(a, m) + r_[at(m, t, b - wm)] + r_[at(a, m - 1, b)];
-            if (v < best) { best = v; arg = static_cast<std::int32_t>(m); }
+          r[b] = F(a, t) + r_prev[b];
+          r_arg[b] = static_cast<std::int32_t>(t);
+        }
+        for (std::size_t m = a + 1; m < t; ++m) {
+          const auto wm = static_cast<std::size_t>(w_[m - 1]);
+          const double f = F(a, m);
+          const double* const rm = &r_[at(m, t, 0)];
+          const double* const ra = &r_[at(a, m - 1, 0)];
+          for (std::size_t b = wm; b < W; ++b) {
+            const auto v = f + rm[b - wm] + ra[b];
+            const bool better = v < r[b];  // (no branch: the comparisons are unpredictable)
+            r[b] = better ? v : r[b];
+            r_arg[b] = better ? static_cast<std::int32_t>(m) : r_arg[b];
           }
-          r_[at(a, t, b)] = best;
-          r_arg_[at(a, t, b)] = arg;
-          double tb = best;
-          std::int32_t targ = -1;  // -1: keep nothing during the pass (R decides)
-          for (std::size_t m = a + 1; m <= t; ++m) {
-            const auto wm = static_cast<std::size_t>(w_[m - 1]);
-            if (wm > b) continue;
-            const auto v = (m < t ? top_[at(m, t, b - wm)] : 0.0) + r_[at(a, m - 1, b)];
-            if (v < tb) { tb = v; targ = static_cast<std::int32_t>(m); }
+        }
+        // Top: the first pass keeps m (or nothing: R decides).
+        double* const top = &top_[at(a, t, 0)];
+        std::int32_t* const top_arg = &top_arg_[at(a, t, 0)];
+        for (std::size_t b = 0; b < W; ++b) {
+          top[b] = r[b];
+          top_arg[b] = -1;
+        }
+        for (std::size_t m = a + 1; m <= t; ++m) {
+          const auto wm = static_cast<std::size_t>(w_[m - 1]);
+          const double* const tm = &top_[at(m, t, 0)];  // Top(t, t, .) = 0 (keeping t itself)
+          const double* const ra = &r_[at(a, m - 1, 0)];
+          for (std::size_t b = wm; b < W; ++b) {
+            const auto v = tm[b - wm] + ra[b];
+            const bool better = v < top[b];
+            top[b] = better ? v : top[b];
+            top_arg[b] = better ? static_cast<std::int32_t>(m) : top_arg[b];
           }
-          top_[at(a, t, b)] = tb;
-          top_arg_[at(a, t, b)] = targ;
         }
       }
     }
