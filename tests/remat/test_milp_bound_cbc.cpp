@@ -1,0 +1,150 @@
+// remat/milp_bound.hpp with CBC: the per-op 0-1 bound never exceeds the exact optimum of the fixed
+// order (the brute force of tests/support), is often that optimum, and is tighter than
+// core/recompute_bound.hpp's in-order bound where a rebuild needs inputs that are gone too; the
+// default checkpointer's plans on random training graphs recompute at least it; without a backend or
+// without time it is core's bound.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include <memplan/core/pipeline.hpp>
+#include <memplan/core/problem_builder.hpp>
+#include <memplan/core/recompute_bound.hpp>
+#include <memplan/place/default_placer.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/milp_bound.hpp>
+#include <memplan/schedule/given.hpp>
+#include <memplan/solver/cbc.hpp>
+
+#include "../property/training_dag.hpp"
+#include "../support/sanitizer_scale.hpp"
+#include "remat_check.hpp"
+
+using namespace memplan;
+
+TEST_CASE("recompute_bound_milp never exceeds the brute-force optimum of the fixed order") {
+  int budgets = 0, exact = 0, tighter = 0, positive = 0;
+  std::size_t index = 0;
+  for (const auto& inst : testing::remat_instances()) {
+    if (index++ % testing::sanitizer_stride(2) != 0) continue;
+    const auto& p = inst.p;
+    INFO(inst.name);
+    const auto tl = given_timeline(p);
+    const auto order = tl.order();
+    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+    REQUIRE(lo.complete);
+    REQUIRE(lo.feasible);
+    for (const auto b : testing::budget_sweep(lo.peak, tl.peak)) {
+      INFO("budget " << b);
+      const auto opt = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
+      REQUIRE(opt.feasible);
+      const auto m = remat::recompute_bound_milp(p, order, b, solver::cbc{}, {.time_limit_s = 60});
+      const auto in = recompute_bound_in_order(p, order, b);
+      REQUIRE(m.complete());
+      CHECK(m.cost <= opt.cost * (1 + 1e-9) + 1e-9);
+      CHECK(m.compute_cost == doctest::Approx(in.compute_cost));
+      ++budgets;
+      positive += opt.cost > 0;
+      exact += opt.cost > 0 && std::abs(m.cost - opt.cost) <= 1e-9 * std::max(1.0, opt.cost);
+      tighter += m.cost > in.cost * (1 + 1e-9) + 1e-12;
+    }
+    CHECK(remat::recompute_bound_milp(p, order, tl.peak, solver::cbc{}).cost == 0.0);  // nothing to free
+  }
+  MESSAGE(budgets << " budgets: the 0-1 bound equals the optimum at " << exact << " of the " << positive
+                  << " that need a recompute, and is above core's in-order bound at " << tighter);
+  CHECK(exact > positive / 2);
+  CHECK(tighter > 0);
+}
+
+TEST_CASE("recompute_bound_milp charges a rebuild's inputs that are gone too") {
+  // f1: x -> a (cost 4), f2: a -> b (1), f3: b -> c, h: c -> t (300 B), h2: t -> s, g: s, b -> gb.
+  // a's last use is f2; b waits for g. While h and h2 run, x (resident), t and c or s leave no room
+  // within 320 B, so b is gone there, and rebuilding it after h2 needs a, which is gone too: every
+  // plan runs f1 and f2 again (5). core/'s in-order bound charges b's own producer only (1).
+  problem_builder pb("rebuild_chain");
+  const auto x = pb.add_tensor("x", 10, tensor_kind::input);
+  const auto a = pb.add_tensor("a", 100, tensor_kind::activation);
+  const auto bt = pb.add_tensor("b", 100, tensor_kind::activation);
+  const auto c = pb.add_tensor("c", 10, tensor_kind::activation);
+  const auto t = pb.add_tensor("t", 300, tensor_kind::activation);
+  const auto s = pb.add_tensor("s", 10, tensor_kind::activation);
+  const auto gb = pb.add_tensor("gb", 10, tensor_kind::output);
+  pb.add_op("f1", {x}, {a}, "op", op_phase::forward, 4.0);
+  pb.add_op("f2", {a}, {bt}, "op", op_phase::forward, 1.0);
+  pb.add_op("f3", {bt}, {c}, "op", op_phase::forward, 1.0);
+  pb.add_op("h", {c}, {t}, "op", op_phase::forward, 1.0);
+  pb.add_op("h2", {t}, {s}, "op", op_phase::forward, 1.0);
+  pb.add_op("g", {s, bt}, {gb}, "op", op_phase::backward, 1.0);
+  const auto p = pb.build();
+  const auto tl = given_timeline(p);
+  const auto order = tl.order();
+  REQUIRE(tl.peak == 420);  // at h and h2: x, b, t and c or s
+  const std::int64_t budget = 320;
+  const auto opt = testing::remat_brute_force(p, tl, budget, testing::remat_plans::any);
+  REQUIRE(opt.feasible);
+  const auto m = remat::recompute_bound_milp(p, order, budget, solver::cbc{});
+  const auto in = recompute_bound_in_order(p, order, budget);
+  INFO("optimum " << opt.cost << ", 0-1 bound " << m.cost << ", core's bound " << in.cost);
+  CHECK(opt.cost == 5.0);
+  CHECK(in.cost == 1.0);
+  CHECK(m.cost == doctest::Approx(5.0));
+  CHECK(m.complete());
+  CHECK(m.ops_above == 2);
+  CHECK(p.op_name(m.at_op) == "h");
+  CHECK(m.overhead == doctest::Approx(5.0 / 9.0));
+}
+
+TEST_CASE("training DAGs: the default checkpointer's plans recompute at least recompute_bound_milp of their order") {
+  int plans = 0, tighter = 0;
+  const int step = testing::sanitizer_stride(3);
+  for (std::uint64_t seed = 0; seed < 60; seed += static_cast<std::uint64_t>(step)) {
+    const auto p = testing::training_dag(seed);
+    INFO(p.name());
+    const auto base = plan(p, schedule::given{} | place::default_placer{});
+    bool costed = false;
+    for (op_id o = 0; o < p.num_ops(); ++o) costed |= p.cost(o) > 0;
+    const auto floor = op_local_bound(p);
+    for (const double f : {0.8, 0.5, 0.2}) {
+      const auto budget = floor + static_cast<std::int64_t>(f * static_cast<double>(base.peak - floor));
+      INFO("budget " << budget);
+      try {
+        const auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget});
+        const auto m = remat::recompute_bound_milp(p, mp.order(), budget, solver::cbc{});
+        const auto in = recompute_bound_in_order(p, mp.order(), budget);
+        double spent = 0;
+        for (const auto& s : mp.steps)
+          if (s.kind == step_kind::recompute) spent += costed ? step_cost(p, s) : 1.0;
+        CHECK(m.cost <= spent * (1 + 1e-9) + 1e-9);
+        tighter += m.cost > in.cost * (1 + 1e-9) + 1e-12;
+        ++plans;
+      } catch (const error& e) {
+        INFO(std::string(e.what()));  // huge graphs (sizes near 2^61) may not place at all
+        REQUIRE((e.code() == errc::infeasible || e.code() == errc::limit_exceeded));
+      }
+    }
+  }
+  MESSAGE(plans << " plans checked against the 0-1 bound of their order, above core's bound on " << tighter);
+  CHECK(plans > 60 / testing::sanitizer_stride(3));
+}
+
+TEST_CASE("recompute_bound_milp without a backend or without time claims no more than core's in-order bound") {
+  const auto p = testing::training_dag(3);
+  const auto tl = given_timeline(p);
+  const auto order = tl.order();
+  const auto budget = (op_local_bound(p) + tl.peak) / 2;
+  const auto in = recompute_bound_in_order(p, order, budget);
+  const auto none = remat::recompute_bound_milp(p, order, budget, solver::none{});
+  CHECK(none.cost == in.cost);
+  CHECK(none.in_order_cost == in.cost);
+  CHECK(none.ops_solved == 0);
+  CHECK(none.ops_above > 0);
+  CHECK(!none.complete());
+  const auto no_time = remat::recompute_bound_milp(p, order, budget, solver::cbc{}, {.time_limit_s = 0});
+  CHECK(no_time.ops_examined == 0);
+  CHECK(no_time.cost == in.cost);
+  const auto one = remat::recompute_bound_milp(p, order, budget, solver::cbc{}, {.max_ops = 1});
+  CHECK(one.ops_examined == 1);
+  CHECK(one.cost >= in.cost);
+  CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, std::vector<op_id>{order.rbegin(), order.rend()}, budget, solver::cbc{}), error);
+}
