@@ -29,6 +29,7 @@
 #include <memplan/io/plan_json.hpp>
 #include <memplan/io/report.hpp>
 #include <memplan/io/svg.hpp>
+#include <memplan/remat/milp_bound.hpp>
 
 #include "args.hpp"
 #include "backends.hpp"
@@ -75,6 +76,7 @@ std::string one_line(std::string s) {
 struct plan_args {
   std::string graph, scheduler = "default", placer = "default", checkpointer, offloader, capacity, budget, output, svg, report_json, dot;
   double time_limit = -1;
+  double bound_time = 0;  // --bound-time: seconds for remat::recompute_bound_milp (0: not run)
   std::string bandwidth, device_flops, host_limit;  // offloading: bytes/s, FLOP/s (plain or 12e9), host bytes
   std::string implementations = "no-slower";        // own | no-slower (plan_context::implementations)
   std::int64_t alignment = 1;
@@ -84,6 +86,8 @@ struct plan_args {
 int run_plan(const plan_args& a) {
   check_alignment(a.alignment);
   if (a.time_limit < 0 && a.time_limit != -1) throw error(errc::invalid_argument, "--time-limit must be >= 0 seconds");
+  if (!(a.bound_time >= 0) || a.bound_time > 1e6) throw error(errc::invalid_argument, "--bound-time must be between 0 and 1e6 seconds");
+  if (a.bound_time > 0 && a.budget.empty()) throw error(errc::invalid_argument, "--bound-time needs --budget (it bounds the overhead within the budget)");
   const auto sched = schedulers().make(a.scheduler);
   const auto placer = placers().make(a.placer);
   // With a budget and neither a checkpointer nor an offloader named, the default checkpointer runs.
@@ -141,6 +145,21 @@ int run_plan(const plan_args& a) {
   rep.notes.insert(rep.notes.begin(), vr.notes.begin(), vr.notes.end());
   rep.capacity = capacity;
   io::set_budget(rep, p, mp, ctx.budget);
+  if (a.bound_time > 0 && rep.overhead_lower_bound >= 0) {
+    // The 0-1 bound in the plan's order (remat/milp_bound.hpp): at least core's, and the report keeps
+    // the larger. It reads the clock, so it can differ between runs (the plan file does not).
+    const auto mb = remat::recompute_bound_milp(p, mp.order(), ctx.budget, ctx.solver, {.time_limit_s = a.bound_time});
+    const auto percent = [](double f) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.2f %%", 100.0 * f);
+      return std::string(b);
+    };
+    rep.overhead_lower_bound = std::max(rep.overhead_lower_bound, mb.overhead);
+    rep.notes.push_back("overhead bound: recompute_bound_milp (" + std::string(ctx.solver.name()) + ") " + percent(mb.overhead) +
+                        " in this order, core's " + percent(mb.in_order_cost / std::max(mb.compute_cost, 1e-300)) + "; " +
+                        std::to_string(mb.ops_examined) + " of the " + std::to_string(mb.ops_above) + " ops above the budget examined, " +
+                        std::to_string(mb.ops_solved) + " solved" + (ctx.solver.available() ? "" : " (no MILP backend in this build: core's bound)"));
+  }
   if (a.checkpointer.empty() && (a.budget.empty() || !a.offloader.empty())) rep.checkpointer.clear();
   if (!a.output.empty()) io::write_plan(a.output, p, mp, vr.taken);
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
@@ -308,6 +327,9 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--scheduler", pa.scheduler, "op-ordering policy: " + sched_names)->capture_default_str();
   plan->add_option("--placer", pa.placer, "offset-placement policy: " + place_names)->capture_default_str();
   plan->add_option("--time-limit", pa.time_limit, "seconds for the policies that search (default: each policy's own)");
+  plan->add_option("--bound-time", pa.bound_time,
+                   "with --budget: seconds for a tighter overhead bound in the plan's order (remat::recompute_bound_milp, one 0-1 "
+                   "program per op with the MILP backend; docs/recompute.md); default 0: not run");
   plan->add_option("--alignment", pa.alignment, "byte alignment of every tensor offset, a power of two")->capture_default_str();
   plan->add_option("--capacity", pa.capacity, "arena limit in bytes (4096, 512MiB, 1.5GiB); exit 1 when it cannot be met");
   plan->add_option("--budget", pa.budget,

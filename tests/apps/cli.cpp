@@ -241,6 +241,12 @@ TEST_CASE("bad options exit 2, an unmet capacity exits 1") {
   CHECK(has(r.err, "infeasible"));
   r = s.run("plan " + graph + " --capacity 1MiB -q");
   CHECK(r.code == 0);
+  r = s.run("plan " + graph + " --bound-time 1");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "--bound-time needs --budget"));
+  r = s.run("plan " + graph + " --budget 1MiB --bound-time -1");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "--bound-time must be between 0 and 1e6 seconds"));
   r = s.run("plan " + graph + " --no-such-flag");
   CHECK(r.code == 2);
   r = s.run("");
@@ -496,6 +502,16 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
   CHECK(in > 0);
   CHECK(in <= j["overhead"].get<double>() + 1e-12);
   CHECK(any <= in + 1e-12);
+  // --bound-time: the 0-1 bound of remat/milp_bound.hpp (with the build's MILP backend; core's without one).
+  const auto t = s.run("plan '" + model + "' --scheduler given --budget " + std::to_string(budget) + " --bound-time 5 --report-json '" +
+                       s / "report2.json" + "'");
+  INFO(t.err);
+  REQUIRE(t.code == 0);
+  CHECK(has(t.out, "overhead bound: recompute_bound_milp ("));
+  const auto j2 = nlohmann::json::parse(slurp(s / "report2.json"));
+  const auto in2 = j2["overhead_lower_bound"].get<double>();
+  CHECK(in2 >= in - 1e-12);
+  CHECK(in2 <= j2["overhead"].get<double>() + 1e-12);
   const auto fr = s.run("frontier '" + model + "' --points 3 -o '" + s / "f.csv" + "'");
   INFO(fr.err);
   REQUIRE(fr.code == 0);
