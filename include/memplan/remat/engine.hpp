@@ -72,6 +72,15 @@ namespace detail {
 
 inline constexpr std::int32_t never = std::numeric_limits<std::int32_t>::max();
 
+// Tensors op o reads or overwrites in place: its inputs and the bases of its in-place outputs (each
+// once). What must be on the device, holding that version, when o runs or runs again.
+inline std::vector<tensor_id> required_tensors(const problem& p, op_id o) {
+  std::vector<tensor_id> r(p.inputs(o).begin(), p.inputs(o).end());
+  for (auto t : p.outputs(o))
+    if (p.inplace_of(t) != no_id && std::find(r.begin(), r.end(), p.inplace_of(t)) == r.end()) r.push_back(p.inplace_of(t));
+  return r;
+}
+
 class engine {
  public:
   engine(const problem& p, const timeline& in) : p_(p) {
@@ -244,12 +253,7 @@ class engine {
   }
 
   // Tensors an op reads or overwrites in place: its inputs and the bases of its in-place outputs.
-  [[nodiscard]] std::vector<tensor_id> required(op_id o) const {
-    std::vector<tensor_id> r(p_.inputs(o).begin(), p_.inputs(o).end());
-    for (auto t : p_.outputs(o))
-      if (p_.inplace_of(t) != no_id && std::find(r.begin(), r.end(), p_.inplace_of(t)) == r.end()) r.push_back(p_.inplace_of(t));
-    return r;
-  }
+  [[nodiscard]] std::vector<tensor_id> required(op_id o) const { return required_tensors(p_, o); }
 
  private:
   // ---- static: where each tensor can be recreated, and read ----

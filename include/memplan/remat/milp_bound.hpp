@@ -31,7 +31,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +41,7 @@
 #include <memplan/core/problem.hpp>
 #include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/timeline.hpp>
+#include <memplan/remat/engine.hpp>
 #include <memplan/solver/milp.hpp>
 
 namespace memplan::remat {
@@ -66,14 +66,6 @@ struct recompute_milp_bound {
 
 namespace detail {
 
-// Tensors an op reads or overwrites in place (its inputs and the bases of its in-place outputs).
-inline std::vector<tensor_id> milp_bound_reads(const problem& p, op_id o) {
-  std::vector<tensor_id> r(p.inputs(o).begin(), p.inputs(o).end());
-  for (auto t : p.outputs(o))
-    if (p.inplace_of(t) != no_id && std::find(r.begin(), r.end(), p.inplace_of(t)) == r.end()) r.push_back(p.inplace_of(t));
-  return r;
-}
-
 // a + b for non-negative byte counts, held at the int64 maximum (sizes near 2^62 add up past it).
 inline std::int64_t milp_bound_add(std::int64_t a, std::int64_t b) {
   return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
@@ -95,7 +87,7 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
   std::vector<std::vector<tensor_id>> reads(static_cast<std::size_t>(p.num_ops()));
   std::vector<std::int32_t> last_read(static_cast<std::size_t>(p.num_tensors()), -1);
   for (op_id o = 0; o < p.num_ops(); ++o) {
-    reads[static_cast<std::size_t>(o)] = detail::milp_bound_reads(p, o);
+    reads[static_cast<std::size_t>(o)] = detail::required_tensors(p, o);
     for (auto t : reads[static_cast<std::size_t>(o)])
       last_read[static_cast<std::size_t>(t)] = std::max(last_read[static_cast<std::size_t>(t)], pos[static_cast<std::size_t>(o)]);
   }
