@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/recompute_bound.hpp>
@@ -14,47 +15,44 @@
 #include <memplan/schedule/given.hpp>
 
 #include "../property/training_dag.hpp"
+#include "../remat/remat_bound_sweep.hpp"
 #include "../remat/remat_check.hpp"
 #include "../support/sanitizer_scale.hpp"
 
 using namespace memplan;
 
 TEST_CASE("recompute bounds never exceed the brute-force optimum of the fixed order, and the any-order bound never exceeds one order's") {
-  int instances = 0, budgets = 0, exact = 0, positive = 0;
+  int budgets = 0, exact = 0, positive = 0;
+  // Under the sanitizer every other instance (its brute force is the cost; the bounds' code paths are
+  // the same on each).
+  testing::for_each_brute_force_budget(testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline& tl,
+                                                                         std::int64_t least, std::int64_t b, const auto& opt) {
+    const auto& p = inst.p;
+    const auto order = tl.order();
+    const auto in = recompute_bound_in_order(p, order, b);
+    const auto any = recompute_bound_any_order(p, b);
+    REQUIRE(in.feasible);
+    REQUIRE(any.feasible);
+    CHECK(in.cost <= opt.cost + 1e-9);
+    // Exact on these small graphs (the searches complete), the any-order cover at each op is a
+    // relaxation of the one order's. (On large graphs, cut-short searches can end either way.)
+    CHECK(any.cost <= in.cost + 1e-9);
+    CHECK(in.memory_floor <= least);
+    CHECK(any.memory_floor <= in.memory_floor);
+    CHECK(in.overhead == doctest::Approx(in.cost / in.compute_cost));
+    positive += in.cost > 0;
+    exact += opt.cost > 0 && std::abs(in.cost - opt.cost) <= 1e-9;
+    ++budgets;
+  });
+  int instances = 0;
   std::size_t index = 0;
   for (const auto& inst : testing::remat_instances()) {
-    // Under the sanitizer every other instance (its brute force is the cost; the bounds' code paths are
-    // the same on each).
     if (index++ % testing::sanitizer_stride(2) != 0) continue;
-    const auto& p = inst.p;
     INFO(inst.name);
-    const auto tl = given_timeline(p);
-    const auto order = tl.order();
-    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
-    REQUIRE(lo.complete);
-    REQUIRE(lo.feasible);
+    const auto tl = given_timeline(inst.p);
+    CHECK(recompute_bound_in_order(inst.p, tl.order(), tl.peak).cost == 0.0);
+    CHECK(recompute_bound_any_order(inst.p, tl.peak).cost == 0.0);
     ++instances;
-    for (const auto b : testing::budget_sweep(lo.peak, tl.peak)) {
-      INFO("budget " << b);
-      const auto opt = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
-      REQUIRE(opt.feasible);
-      const auto in = recompute_bound_in_order(p, order, b);
-      const auto any = recompute_bound_any_order(p, b);
-      REQUIRE(in.feasible);
-      REQUIRE(any.feasible);
-      CHECK(in.cost <= opt.cost + 1e-9);
-      // Exact on these small graphs (the searches complete), the any-order cover at each op is a
-      // relaxation of the one order's. (On large graphs, cut-short searches can end either way.)
-      CHECK(any.cost <= in.cost + 1e-9);
-      CHECK(in.memory_floor <= lo.peak);
-      CHECK(any.memory_floor <= in.memory_floor);
-      CHECK(in.overhead == doctest::Approx(in.cost / in.compute_cost));
-      positive += in.cost > 0;
-      exact += opt.cost > 0 && std::abs(in.cost - opt.cost) <= 1e-9;
-      ++budgets;
-    }
-    CHECK(recompute_bound_in_order(p, order, tl.peak).cost == 0.0);
-    CHECK(recompute_bound_any_order(p, tl.peak).cost == 0.0);
   }
   MESSAGE(instances << " graphs, " << budgets << " budgets: the bound of the given order is positive at " << positive
                     << " and equals the optimum at " << exact);

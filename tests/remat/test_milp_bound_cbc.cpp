@@ -19,37 +19,32 @@
 
 #include "../property/training_dag.hpp"
 #include "../support/sanitizer_scale.hpp"
+#include "remat_bound_sweep.hpp"
 #include "remat_check.hpp"
 
 using namespace memplan;
 
 TEST_CASE("recompute_bound_milp never exceeds the brute-force optimum of the fixed order") {
   int budgets = 0, exact = 0, tighter = 0, positive = 0;
+  testing::for_each_brute_force_budget(testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline& tl,
+                                                                         std::int64_t, std::int64_t b, const auto& opt) {
+    const auto& p = inst.p;
+    const auto order = tl.order();
+    const auto m = remat::recompute_bound_milp(p, order, b, solver::cbc{}, {.time_limit_s = 60});
+    const auto in = recompute_bound_in_order(p, order, b);
+    REQUIRE(m.complete());
+    CHECK(m.cost <= opt.cost * (1 + 1e-9) + 1e-9);
+    CHECK(m.compute_cost == doctest::Approx(in.compute_cost));
+    ++budgets;
+    positive += opt.cost > 0;
+    exact += opt.cost > 0 && std::abs(m.cost - opt.cost) <= 1e-9 * std::max(1.0, opt.cost);
+    tighter += m.cost > in.cost * (1 + 1e-9) + 1e-12;
+  });
   std::size_t index = 0;
   for (const auto& inst : testing::remat_instances()) {
     if (index++ % testing::sanitizer_stride(2) != 0) continue;
-    const auto& p = inst.p;
-    INFO(inst.name);
-    const auto tl = given_timeline(p);
-    const auto order = tl.order();
-    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
-    REQUIRE(lo.complete);
-    REQUIRE(lo.feasible);
-    for (const auto b : testing::budget_sweep(lo.peak, tl.peak)) {
-      INFO("budget " << b);
-      const auto opt = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
-      REQUIRE(opt.feasible);
-      const auto m = remat::recompute_bound_milp(p, order, b, solver::cbc{}, {.time_limit_s = 60});
-      const auto in = recompute_bound_in_order(p, order, b);
-      REQUIRE(m.complete());
-      CHECK(m.cost <= opt.cost * (1 + 1e-9) + 1e-9);
-      CHECK(m.compute_cost == doctest::Approx(in.compute_cost));
-      ++budgets;
-      positive += opt.cost > 0;
-      exact += opt.cost > 0 && std::abs(m.cost - opt.cost) <= 1e-9 * std::max(1.0, opt.cost);
-      tighter += m.cost > in.cost * (1 + 1e-9) + 1e-12;
-    }
-    CHECK(remat::recompute_bound_milp(p, order, tl.peak, solver::cbc{}).cost == 0.0);  // nothing to free
+    const auto tl = given_timeline(inst.p);
+    CHECK(remat::recompute_bound_milp(inst.p, tl.order(), tl.peak, solver::cbc{}).cost == 0.0);  // nothing to free
   }
   MESSAGE(budgets << " budgets: the 0-1 bound equals the optimum at " << exact << " of the " << positive
                   << " that need a recompute, and is above core's in-order bound at " << tighter);
