@@ -17,15 +17,16 @@
 // So the least cost of (M, R) under those constraints (k_t: tensor t in M, x_w: op w in R, y_s:
 // storage s holds a tensor of M) is a lower bound, and so is the largest over the ops. The program
 // drops what a plan must also do -- when and how often ops rerun, the memory after v -- so it is a
-// relaxation of Checkmate's model, but a small one (one op's view), which CBC solves in milliseconds
-// where the whole model does not solve at all (docs/recompute.md).
+// relaxation of Checkmate's model, but a small one (one op's view): CBC solves it in milliseconds on
+// small graphs and on the transformer export, where the whole model finds nothing in minutes; on the
+// large CNN exports it stops at its limit with a bound (docs/recompute.md).
 //
 // Only ops whose live bytes in the order without recomputation exceed the budget can need any. They
 // are examined while the time lasts: first the op where core's in-order bound is attained, then the
-// others by those live bytes, highest first (on DenseNet-121 at batch 32 and half its peak the ten
-// ops with the most live bytes gave 8.5 %, the op of core's bound 10.6 %). Each program's proven bound counts (its optimum when
-// solved; the solver's bound when it stops early); a program the solver does not finish with a bound
-// counts 0 (a solver crash, with cbc{.isolate = true}, too). The result is at least core's in-order
+// others by those live bytes, highest first (on DenseNet-121 at batch 32 and half its peak, the ten
+// ops with the most live bytes gave 8.5 %, the op of core's bound 10.6 %). Each program's proven
+// bound counts (its optimum when solved; the solver's bound when it stops early); a program the
+// solver does not finish with a bound counts 0 (a solver crash, with cbc{.isolate = true}, too). The result is at least core's in-order
 // bound, valid for any time limit, and can grow with it (not deterministic under a clock:
 // `ops_examined` and `ops_solved` say how far it got).
 #include <algorithm>
