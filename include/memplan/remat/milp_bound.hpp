@@ -39,6 +39,7 @@
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
 #include <memplan/core/analysis.hpp>
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/timeline.hpp>
@@ -108,11 +109,6 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
   }
   if (opt.max_ops >= 0 && ticks.size() > static_cast<std::size_t>(opt.max_ops)) ticks.resize(static_cast<std::size_t>(opt.max_ops));
   const auto clock = deadline::after(opt.time_limit_s);
-  const auto least_workspace = [&](op_id o) {
-    auto w = p.workspace(o);
-    for (const auto& im : p.implementations(o)) w = std::min(w, im.workspace);
-    return w;
-  };
   const auto nt = static_cast<std::size_t>(p.num_tensors());
   const auto no = static_cast<std::size_t>(p.num_ops());
   std::vector<std::int32_t> k_of(nt), x_of(no);
@@ -128,7 +124,7 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
       new_out.push_back(s);
       fixed = detail::milp_bound_add(fixed, p.storage_bytes(s));
     }
-    fixed = detail::milp_bound_add(fixed, least_workspace(v));
+    fixed = detail::milp_bound_add(fixed, min_workspace(p, v));
     if (fixed >= budget) continue;  // core/recompute_bound.hpp's bounds already say no plan fits here
     const double room = static_cast<double>(budget - fixed);
     solver::model m("recompute_bound_milp");
