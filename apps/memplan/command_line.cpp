@@ -144,11 +144,11 @@ int run_plan(const plan_args& a) {
   io::set_variants(rep, vr);
   rep.notes.insert(rep.notes.begin(), vr.notes.begin(), vr.notes.end());
   rep.capacity = capacity;
-  io::set_budget(rep, p, mp, ctx.budget);
-  if (a.bound_time > 0 && rep.overhead_lower_bound >= 0) {
+  const auto in_order_bound = io::set_budget(rep, p, mp, ctx.budget);
+  if (a.bound_time > 0 && in_order_bound && rep.overhead_lower_bound >= 0) {
     // The 0-1 bound in the plan's order (remat/milp_bound.hpp): at least core's, and the report keeps
     // the larger. It reads the clock, so it can differ between runs (the plan file does not).
-    const auto mb = remat::recompute_bound_milp(p, mp.order(), ctx.budget, ctx.solver, {.time_limit_s = a.bound_time});
+    const auto mb = remat::recompute_bound_milp(p, mp.order(), ctx.budget, ctx.solver, *in_order_bound, {.time_limit_s = a.bound_time});
     const auto percent = [](double f) {
       char b[32];
       std::snprintf(b, sizeof b, "%.2f %%", 100.0 * f);

@@ -88,6 +88,11 @@ TEST_CASE("recompute_bound_milp charges a rebuild's inputs that are gone too") {
   CHECK(m.ops_above == 2);
   CHECK(p.op_name(m.at_op) == "h");
   CHECK(m.overhead == doctest::Approx(5.0 / 9.0));
+  // Core's bound passed in (as `memplan plan --bound-time` does with its report's) gives the same.
+  const auto passed = remat::recompute_bound_milp(p, order, budget, solver::cbc{}, in);
+  CHECK(passed.cost == m.cost);
+  CHECK(passed.in_order_cost == in.cost);
+  CHECK(passed.at_op == m.at_op);
 }
 
 TEST_CASE("training DAGs: the default checkpointer's plans recompute at least recompute_bound_milp of their order") {
@@ -122,4 +127,7 @@ TEST_CASE("recompute_bound_milp without a backend or without time claims no more
   CHECK(one.ops_examined == 1);
   CHECK(one.cost >= in.cost);
   CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, std::vector<op_id>{order.rbegin(), order.rend()}, budget, solver::cbc{}), error);
+  // A bound passed in must be the in-order one of this problem.
+  CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, order, budget, solver::cbc{}, recompute_bound_any_order(p, budget)), error);
+  CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, order, budget, solver::cbc{}, recompute_bound_in_order(testing::training_dag(4), given_timeline(testing::training_dag(4)).order(), budget)), error);
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -87,17 +88,19 @@ inline void set_variants(report& r, const variant_rewrite& v) {
 }
 
 // Records the budget asked for and, for plans that meet it by recomputation alone, the overhead
-// lower bounds at that budget (core/recompute_bound.hpp).
-inline void set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
+// lower bounds at that budget (core/recompute_bound.hpp). Returns the bound in the plan's order when
+// it was computed (for remat::recompute_bound_milp, which starts from it).
+inline std::optional<recompute_lower_bound> set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
   r.budget = budget;
-  if (budget < 0) return;
+  if (budget < 0) return std::nullopt;
   for (const auto& s : mp.steps)
-    if (s.kind == step_kind::offload || s.kind == step_kind::prefetch) return;
-  const auto in_order = recompute_bound_in_order(p, mp.order(), budget);
+    if (s.kind == step_kind::offload || s.kind == step_kind::prefetch) return std::nullopt;
+  auto in_order = recompute_bound_in_order(p, mp.order(), budget);
   const auto any = recompute_bound_any_order(p, budget);
   // The any-order bound holds for this order too; with their searches cut short either can be higher.
   if (in_order.feasible && any.feasible) r.overhead_lower_bound = std::max(in_order.overhead, any.overhead);
   if (any.feasible) r.overhead_lower_bound_any_order = any.overhead;
+  return in_order;
 }
 
 inline report make_report(const problem& p, const memory_plan& mp, double plan_seconds = 0.0, bool verified = false) {

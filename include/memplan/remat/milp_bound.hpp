@@ -75,11 +75,15 @@ inline std::int64_t milp_bound_add(std::int64_t a, std::int64_t b) {
 
 }  // namespace detail
 
+// With core's in-order bound already computed by the caller (`in_order`: recompute_bound_in_order(p,
+// order, budget), e.g. for a report), so that it is not computed twice; the overload below computes it.
 template <class Backend>
 recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_id> order, std::int64_t budget, const Backend& backend,
-                                          const milp_bound_options& opt = {}) {
+                                          const recompute_lower_bound& in_order, const milp_bound_options& opt = {}) {
   if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_milp: " + *why);
   const memplan::detail::recompute_bound_tables tb(p);
+  if (in_order.any_order || in_order.compute_cost != tb.compute_cost)
+    throw error(errc::invalid_argument, "recompute_bound_milp: the bound passed in is not recompute_bound_in_order of this problem");
   recompute_milp_bound out;
   out.compute_cost = tb.compute_cost;
   const auto n = static_cast<std::int32_t>(order.size());
@@ -100,7 +104,7 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
     if (live[static_cast<std::size_t>(i)] > budget) ticks.push_back(i);
   std::stable_sort(ticks.begin(), ticks.end(), [&](std::int32_t a, std::int32_t b) { return live[static_cast<std::size_t>(a)] > live[static_cast<std::size_t>(b)]; });
   out.ops_above = static_cast<std::int32_t>(ticks.size());
-  const auto core = recompute_bound_in_order(p, order, budget);
+  const auto& core = in_order;
   out.in_order_cost = out.cost = core.cost;
   if (core.cost > 0) out.at_op = core.at_op;
   if (core.at_op != no_id) {
@@ -229,6 +233,13 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
   }
   out.overhead = out.cost / out.compute_cost;
   return out;
+}
+
+template <class Backend>
+recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_id> order, std::int64_t budget, const Backend& backend,
+                                          const milp_bound_options& opt = {}) {
+  if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_milp: " + *why);
+  return recompute_bound_milp(p, order, budget, backend, recompute_bound_in_order(p, order, budget), opt);
 }
 
 }  // namespace memplan::remat
