@@ -2,9 +2,11 @@
 // order (the brute force of tests/support), is often that optimum, and is tighter than
 // core/recompute_bound.hpp's in-order bound where a rebuild needs inputs that are gone too; the
 // default checkpointer's plans on random training graphs recompute at least it; without a backend or
-// without time it is core's bound.
+// without time it is core's bound. The any-order version never exceeds the least brute-force optimum
+// over the graph's orders, nor the in-order version of any order.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -15,9 +17,11 @@
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/milp_bound.hpp>
 #include <memplan/schedule/given.hpp>
+#include <memplan/schedule/list_scheduler.hpp>
 #include <memplan/solver/cbc.hpp>
 
 #include "../property/training_dag.hpp"
+#include "../support/brute_force.hpp"
 #include "../support/sanitizer_scale.hpp"
 #include "remat_bound_sweep.hpp"
 #include "remat_check.hpp"
@@ -91,7 +95,7 @@ TEST_CASE("recompute_bound_milp charges a rebuild's inputs that are gone too") {
   // Core's bound passed in (as `memplan plan --bound-time` does with its report's) gives the same.
   const auto passed = remat::recompute_bound_milp(p, order, budget, solver::cbc{}, in);
   CHECK(passed.cost == m.cost);
-  CHECK(passed.in_order_cost == in.cost);
+  CHECK(passed.core_cost == in.cost);
   CHECK(passed.at_op == m.at_op);
 }
 
@@ -116,7 +120,7 @@ TEST_CASE("recompute_bound_milp without a backend or without time claims no more
   const auto in = recompute_bound_in_order(p, order, budget);
   const auto none = remat::recompute_bound_milp(p, order, budget, solver::none{});
   CHECK(none.cost == in.cost);
-  CHECK(none.in_order_cost == in.cost);
+  CHECK(none.core_cost == in.cost);
   CHECK(none.ops_solved == 0);
   CHECK(none.ops_above > 0);
   CHECK(!none.complete());
@@ -130,4 +134,81 @@ TEST_CASE("recompute_bound_milp without a backend or without time claims no more
   // A bound passed in must be the in-order one of this problem.
   CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, order, budget, solver::cbc{}, recompute_bound_any_order(p, budget)), error);
   CHECK_THROWS_AS((void)remat::recompute_bound_milp(p, order, budget, solver::cbc{}, recompute_bound_in_order(testing::training_dag(4), given_timeline(testing::training_dag(4)).order(), budget)), error);
+}
+
+// The brute force over many orders is the cost (about 45 s for every graph and 8 orders in a Release
+// build): the default run takes every 4th graph; test_remat_cbc_slow (label slow) every graph and up
+// to 48 orders each.
+#ifdef MEMPLAN_MILP_BOUND_MANY_ORDERS
+constexpr std::size_t milp_bound_orders = 48, milp_bound_graph_stride = 1;
+#else
+constexpr std::size_t milp_bound_orders = 8, milp_bound_graph_stride = 4;
+#endif
+
+TEST_CASE("recompute_bound_milp_any_order never exceeds the least brute-force optimum over the orders") {
+  // Graphs of the sweep (above; twice as sparse under a sanitizer), at each budget of its given
+  // order's sweep: the brute force over up to milp_bound_orders of its topological orders (spread
+  // over all of them, the given one among them); orders that cannot meet the budget do not count.
+  int budgets = 0, above_core = 0, equal = 0;
+  testing::for_each_brute_force_budget(milp_bound_graph_stride * testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline& tl,
+                                                                         std::int64_t, std::int64_t b, const auto& opt) {
+    const auto& p = inst.p;
+    std::vector<std::vector<op_id>> orders;
+    testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) { orders.push_back(o); });
+    const std::size_t step = std::max<std::size_t>(1, orders.size() / milp_bound_orders);
+    double least = opt.cost;
+    for (std::size_t i = 0; i < orders.size(); i += step) {
+      const auto r = testing::remat_brute_force(p, make_timeline(p, orders[i]), b, testing::remat_plans::any);
+      if (r.feasible) least = std::min(least, r.cost);
+    }
+    const auto any = remat::recompute_bound_milp_any_order(p, b, solver::cbc{}, {.time_limit_s = 60});
+    const auto in = remat::recompute_bound_milp(p, tl.order(), b, solver::cbc{}, {.time_limit_s = 60});
+    const auto core = recompute_bound_any_order(p, b);
+    INFO("budget " << b << ": least optimum over the orders " << least << ", any-order 0-1 bound " << any.cost << ", core's " << core.cost
+                   << ", the given order's 0-1 bound " << in.cost);
+    CHECK(any.any_order);
+    CHECK(any.complete());
+    CHECK(any.cost <= least + 1e-9);
+    CHECK(any.cost >= core.cost - 1e-9);
+    if (in.complete()) CHECK(any.cost <= in.cost + 1e-9);
+    above_core += any.cost > core.cost + 1e-9;
+    equal += least > 0 && std::abs(any.cost - least) <= 1e-9;
+    ++budgets;
+  });
+  MESSAGE(budgets << " budgets: the any-order 0-1 bound is above core's any-order bound at " << above_core << " and equals the least optimum at "
+                  << equal);
+  CHECK(above_core > 0);
+  CHECK(equal > 0);
+}
+
+TEST_CASE("training DAGs: plans over several orders recompute at least recompute_bound_milp_any_order") {
+  // The default checkpointer over the given order (the sweep's plans), and over depth_first's order.
+  const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(3));
+  const int plans = testing::for_each_training_plan(stride, [&](const problem& p, const memory_plan&, std::int64_t budget, double spent) {
+    const auto any = remat::recompute_bound_milp_any_order(p, budget, solver::cbc{});
+    CHECK(any.cost <= spent * (1 + 1e-9) + 1e-9);
+    try {
+      const auto other = plan(p, schedule::depth_first() | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget});
+      const bool costed = other.stats.compute_cost > 0;  // else the bounds count one per recompute
+      double cost = 0;
+      for (const auto& s : other.steps)
+        if (s.kind == step_kind::recompute) cost += costed ? step_cost(p, s) : 1.0;
+      CHECK(any.cost <= cost * (1 + 1e-9) + 1e-9);
+    } catch (const error& e) {
+      CHECK((e.code() == errc::infeasible || e.code() == errc::limit_exceeded));
+    }
+  });
+  CHECK(plans > 60 / testing::sanitizer_stride(3));
+}
+
+TEST_CASE("recompute_bound_milp_any_order: a bound passed in must be core's any-order one of this problem") {
+  const auto p = testing::training_dag(3);
+  const auto tl = given_timeline(p);
+  const auto budget = (op_local_bound(p) + tl.peak) / 2;
+  const auto any = recompute_bound_any_order(p, budget);
+  const auto none = remat::recompute_bound_milp_any_order(p, budget, solver::none{}, any);
+  CHECK(none.cost == any.cost);
+  CHECK(none.core_cost == any.cost);
+  CHECK(none.ops_solved == 0);
+  CHECK_THROWS_AS((void)remat::recompute_bound_milp_any_order(p, budget, solver::cbc{}, recompute_bound_in_order(p, tl.order(), budget)), error);
 }

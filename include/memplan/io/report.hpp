@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/core/implementations.hpp>
@@ -87,10 +88,14 @@ inline void set_variants(report& r, const variant_rewrite& v) {
   }
 }
 
+// The two bounds set_budget computed (remat/milp_bound.hpp's 0-1 bounds start from them).
+struct budget_bounds {
+  recompute_lower_bound in_order, any_order;
+};
+
 // Records the budget asked for and, for plans that meet it by recomputation alone, the overhead
-// lower bounds at that budget (core/recompute_bound.hpp). Returns the bound in the plan's order when
-// it was computed (for remat::recompute_bound_milp, which starts from it).
-inline std::optional<recompute_lower_bound> set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
+// lower bounds at that budget (core/recompute_bound.hpp), which it returns.
+inline std::optional<budget_bounds> set_budget(report& r, const problem& p, const memory_plan& mp, std::int64_t budget) {
   r.budget = budget;
   if (budget < 0) return std::nullopt;
   for (const auto& s : mp.steps)
@@ -100,7 +105,7 @@ inline std::optional<recompute_lower_bound> set_budget(report& r, const problem&
   // The any-order bound holds for this order too; with their searches cut short either can be higher.
   if (in_order.feasible && any.feasible) r.overhead_lower_bound = std::max(in_order.overhead, any.overhead);
   if (any.feasible) r.overhead_lower_bound_any_order = any.overhead;
-  return in_order;
+  return budget_bounds{std::move(in_order), any};
 }
 
 inline report make_report(const problem& p, const memory_plan& mp, double plan_seconds = 0.0, bool verified = false) {

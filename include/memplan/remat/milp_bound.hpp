@@ -56,11 +56,12 @@ struct milp_bound_options {
 
 struct recompute_milp_bound {
   double cost = 0.0;                  // no plan over the order within the budget recomputes less
-  double in_order_cost = 0.0;         // core's recompute_bound_in_order (cost is at least this)
+  double core_cost = 0.0;             // core's bound, recompute_bound_in_order or _any_order (cost is at least this)
+  bool any_order = false;             // true: recompute_bound_milp_any_order's, for every order
   double compute_cost = 0.0;          // one step, each op once at its own cost (1 per op without costs)
   double overhead = 0.0;              // cost / compute_cost
   op_id at_op = no_id;                // where it is attained (no_id: 0)
-  std::int32_t ops_above = 0;         // ops whose no-recompute live bytes exceed the budget
+  std::int32_t ops_above = 0;         // ops whose no-recompute live bytes (any order: must-live bytes) exceed the budget
   std::int32_t ops_examined = 0;      // of those, programs built and solved (highest live bytes first)
   std::int32_t ops_solved = 0;        // of those, solved to optimality
   [[nodiscard]] bool complete() const noexcept { return ops_examined == ops_above && ops_solved == ops_examined; }
@@ -73,52 +74,56 @@ inline std::int64_t milp_bound_add(std::int64_t a, std::int64_t b) {
   return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
 }
 
-}  // namespace detail
-
-// With core's in-order bound already computed by the caller (`in_order`: recompute_bound_in_order(p,
-// order, budget), e.g. for a report), so that it is not computed twice; the overload below computes it.
+// Minimises the least total cost of one op's reruns (x_op[i] for xs[i]), in percent of a step (a
+// scale the solver's tolerances suit), and folds the program's proven bound into `out`.
 template <class Backend>
-recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_id> order, std::int64_t budget, const Backend& backend,
-                                          const recompute_lower_bound& in_order, const milp_bound_options& opt = {}) {
-  if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_milp: " + *why);
-  const memplan::detail::recompute_bound_tables tb(p);
-  if (in_order.any_order || in_order.compute_cost != tb.compute_cost)
-    throw error(errc::invalid_argument, "recompute_bound_milp: the bound passed in is not recompute_bound_in_order of this problem");
-  recompute_milp_bound out;
-  out.compute_cost = tb.compute_cost;
-  const auto n = static_cast<std::int32_t>(order.size());
-  if (n == 0 || !(tb.compute_cost > 0)) return out;
-  std::vector<std::int32_t> pos(static_cast<std::size_t>(p.num_ops()));
-  for (std::int32_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
-  std::vector<std::vector<tensor_id>> reads(static_cast<std::size_t>(p.num_ops()));
-  std::vector<std::int32_t> last_read(static_cast<std::size_t>(p.num_tensors()), -1);
-  for (op_id o = 0; o < p.num_ops(); ++o) {
-    reads[static_cast<std::size_t>(o)] = detail::required_tensors(p, o);
-    for (auto t : reads[static_cast<std::size_t>(o)])
-      last_read[static_cast<std::size_t>(t)] = std::max(last_read[static_cast<std::size_t>(t)], pos[static_cast<std::size_t>(o)]);
+void milp_bound_solve(recompute_milp_bound& out, solver::model& m, const std::vector<solver::var>& xs, const std::vector<op_id>& x_op,
+                      const memplan::detail::recompute_bound_tables& tb, const Backend& backend, double limit, op_id v) {
+  solver::expr objective;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    objective += solver::expr(xs[i], 100.0 * tb.op_cost[static_cast<std::size_t>(x_op[i])] / tb.compute_cost);
+  m.minimize(objective);
+  const auto sol = backend.solve(m, {.time_limit = limit, .relative_gap = 1e-6});
+  ++out.ops_examined;
+  double percent = 0.0;
+  if (sol.status == solver::status::optimal) {
+    ++out.ops_solved;
+    percent = sol.bound == sol.bound ? std::min(sol.bound, sol.objective) : sol.objective;
+  } else if ((sol.status == solver::status::feasible || sol.status == solver::status::no_solution) && sol.bound == sol.bound) {
+    percent = sol.bound;
   }
-  // The ops to examine: live bytes above the budget without recomputation, highest first.
-  const auto live = make_timeline(p, order).live;
-  std::vector<std::int32_t> ticks;
-  for (std::int32_t i = 0; i < n && static_cast<std::size_t>(i) < live.size(); ++i)
-    if (live[static_cast<std::size_t>(i)] > budget) ticks.push_back(i);
-  std::stable_sort(ticks.begin(), ticks.end(), [&](std::int32_t a, std::int32_t b) { return live[static_cast<std::size_t>(a)] > live[static_cast<std::size_t>(b)]; });
-  out.ops_above = static_cast<std::int32_t>(ticks.size());
-  const auto& core = in_order;
-  out.in_order_cost = out.cost = core.cost;
-  if (core.cost > 0) out.at_op = core.at_op;
-  if (core.at_op != no_id) {
-    const auto at = std::find(ticks.begin(), ticks.end(), pos[static_cast<std::size_t>(core.at_op)]);
-    if (at != ticks.end()) std::rotate(ticks.begin(), at, at + 1);
+  const double cost = std::max(0.0, percent) / 100.0 * tb.compute_cost;
+  if (cost > out.cost) {
+    out.cost = cost;
+    out.at_op = v;
   }
-  if (opt.max_ops >= 0 && ticks.size() > static_cast<std::size_t>(opt.max_ops)) ticks.resize(static_cast<std::size_t>(opt.max_ops));
-  const auto clock = deadline::after(opt.time_limit_s);
-  const auto nt = static_cast<std::size_t>(p.num_tensors());
-  const auto no = static_cast<std::size_t>(p.num_ops());
-  std::vector<std::int32_t> k_of(nt), x_of(no);
-  for (const auto vi : ticks) {
-    if (clock.expired()) break;
-    const auto v = order[static_cast<std::size_t>(vi)];
+}
+
+// One op's program. before[o]: 1 when o runs before v, 0 when it does not (v, and the ops after it),
+// -1 when that depends on the order (then a variable b_o, and the ops before v form a down-set).
+// With every before[] fixed (one order) it is the in-order program of the header comment; with b free
+// it covers every order whose ops before v are a down-set containing the fixed ones: a value produced
+// by a and read by c (or live to the end) crosses v when b_a = 1 and b_c = 0, so k_t + x_a >= b_a - b_c,
+// and an op runs again after v only if it ran before (x_w <= b_w).
+struct milp_bound_program {
+  const problem& p;
+  const memplan::detail::recompute_bound_tables& tb;
+  std::vector<std::vector<tensor_id>> reads;    // per op: what it reads (required_tensors)
+  std::vector<std::vector<op_id>> readers;      // per tensor: the ops that read it
+  std::vector<std::int32_t> k_of, x_of, b_of;   // scratch: variable slots per tensor / op
+
+  milp_bound_program(const problem& pr, const memplan::detail::recompute_bound_tables& t) : p(pr), tb(t) {
+    reads.resize(static_cast<std::size_t>(p.num_ops()));
+    readers.resize(static_cast<std::size_t>(p.num_tensors()));
+    for (op_id o = 0; o < p.num_ops(); ++o) {
+      reads[static_cast<std::size_t>(o)] = required_tensors(p, o);
+      for (auto u : reads[static_cast<std::size_t>(o)]) readers[static_cast<std::size_t>(u)].push_back(o);
+    }
+  }
+
+  template <class Backend>
+  void solve_at(recompute_milp_bound& out, op_id v, std::span<const std::int8_t> before, std::int64_t budget, const Backend& backend,
+                double limit) {
     // Bytes on the device whatever the plan: resident storages, v's new outputs, v's least workspace.
     std::int64_t fixed = p.resident_bytes();
     std::vector<storage_id> new_out;
@@ -126,17 +131,31 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
       const auto s = p.storage_of(t);
       if (p.inplace_of(t) != no_id || p.resident(s) || std::find(new_out.begin(), new_out.end(), s) != new_out.end()) continue;
       new_out.push_back(s);
-      fixed = detail::milp_bound_add(fixed, p.storage_bytes(s));
+      fixed = milp_bound_add(fixed, p.storage_bytes(s));
     }
-    fixed = detail::milp_bound_add(fixed, min_workspace(p, v));
-    if (fixed >= budget) continue;  // core/recompute_bound.hpp's bounds already say no plan fits here
+    fixed = milp_bound_add(fixed, min_workspace(p, v));
+    if (fixed >= budget) return;  // core/recompute_bound.hpp's bounds already say no plan fits here
     const double room = static_cast<double>(budget - fixed);
     solver::model m("recompute_bound_milp");
-    std::fill(k_of.begin(), k_of.end(), -1);
-    std::fill(x_of.begin(), x_of.end(), -1);
-    std::vector<solver::var> ks, xs;
+    k_of.assign(static_cast<std::size_t>(p.num_tensors()), -1);
+    x_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    b_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    std::vector<solver::var> ks, xs, bs;
     std::vector<tensor_id> k_tensor;
-    std::vector<op_id> x_op, work;
+    std::vector<op_id> x_op, b_op, work;
+    const auto at = [&](op_id o) { return before[static_cast<std::size_t>(o)]; };
+    // b_o as an expression: a constant when the order fixes it.
+    const auto b = [&](op_id o) -> solver::expr {
+      if (o == no_id) return solver::expr(1.0);  // what nothing produces exists from the start
+      if (at(o) >= 0) return solver::expr(static_cast<double>(at(o)));
+      auto& slot = b_of[static_cast<std::size_t>(o)];
+      if (slot < 0) {
+        slot = static_cast<std::int32_t>(bs.size());
+        bs.push_back(m.add_binary());
+        b_op.push_back(o);
+      }
+      return solver::expr(bs[static_cast<std::size_t>(slot)]);
+    };
     const auto k = [&](tensor_id t) {
       auto& slot = k_of[static_cast<std::size_t>(t)];
       if (slot < 0) {
@@ -146,47 +165,74 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
       }
       return ks[static_cast<std::size_t>(slot)];
     };
-    const auto x = [&](op_id o) {
+    // x_o, or nothing (a constant 0) for an op that cannot run again after v.
+    const auto x = [&](op_id o) -> solver::expr {
+      if (o == no_id || at(o) == 0 || !p.recomputable(o)) return {};
       auto& slot = x_of[static_cast<std::size_t>(o)];
       if (slot < 0) {
         slot = static_cast<std::int32_t>(xs.size());
         xs.push_back(m.add_binary());
         x_op.push_back(o);
         work.push_back(o);
-        if (!p.recomputable(o)) m.fix(xs.back(), 0.0);
+        if (at(o) < 0) m.add_ge(b(o) - solver::expr(xs.back()), 0.0);  // it ran before v
       }
-      return xs[static_cast<std::size_t>(slot)];
+      return solver::expr(xs[static_cast<std::size_t>(slot)]);
     };
-    // Bytes that cost nothing and values that need no choice: zero-byte and resident storages.
     const auto free_of_charge = [&](tensor_id t) {
       const auto s = p.storage_of(t);
       return p.resident(s) || p.storage_bytes(s) == 0;
     };
     for (auto t : reads[static_cast<std::size_t>(v)])
       if (!free_of_charge(t)) m.fix(k(t), 1.0);
-    // Values produced before v and read after it (or live to the end).
+    // Values that cross v: on the device at v, or their producer runs again.
     for (tensor_id t = 0; t < p.num_tensors(); ++t) {
       if (free_of_charge(t)) continue;
-      const auto w = p.producer(t);
+      const auto a = p.producer(t);
+      if (a == v || (a != no_id && at(a) == 0)) continue;  // not produced before v
       const auto s = p.storage_of(t);
-      const bool before = w == no_id || pos[static_cast<std::size_t>(w)] < vi;
-      if (!before) continue;
-      const bool at_end = p.live_to_end(s) && p.storage_tensors(s).back() == t;
-      if (!(last_read[static_cast<std::size_t>(t)] > vi || at_end)) continue;
-      if (w == no_id) m.fix(k(t), 1.0);  // nothing can bring it back
-      else m.add_ge(solver::expr(k(t)) + solver::expr(x(w)), 1.0);
+      bool after = p.live_to_end(s) && p.storage_tensors(s).back() == t;  // some use is surely after v
+      for (auto c : readers[static_cast<std::size_t>(t)]) after |= c != v && at(c) == 0;
+      if (after) {
+        if (a == no_id || at(a) == 1) {
+          const auto kt = k(t);
+          if (const auto xa = x(a); xa.terms().empty()) m.fix(kt, 1.0);  // nothing can bring it back
+          else m.add_ge(solver::expr(kt) + xa, 1.0);
+        } else {
+          const auto kt = k(t);
+          const auto xa = x(a);
+          m.add_ge(solver::expr(kt) + xa - b(a), 0.0);
+        }
+        continue;
+      }
+      // (Variables are made in a fixed order, so that the program, and where the solver stops on
+      // it, do not depend on the compiler's order of evaluation.)
+      for (auto c : readers[static_cast<std::size_t>(t)])
+        if (c != v && at(c) < 0) {
+          const auto kt = k(t);
+          const auto xa = x(a);
+          const auto ba = b(a);
+          m.add_ge(solver::expr(kt) + xa - ba + b(c), 0.0);
+        }
     }
     // Every input of an op that runs again: there at v, or its producer runs again too.
     while (!work.empty()) {
       const auto w = work.back();
       work.pop_back();
       const auto xw = xs[static_cast<std::size_t>(x_of[static_cast<std::size_t>(w)])];
-      for (auto u : reads[static_cast<std::size_t>(w)]) {
-        if (free_of_charge(u)) continue;
-        const auto pu = p.producer(u);
-        if (pu == no_id) m.add_ge(solver::expr(k(u)) - solver::expr(xw), 0.0);
-        else m.add_ge(solver::expr(k(u)) + solver::expr(x(pu)) - solver::expr(xw), 0.0);
-      }
+      for (auto u : reads[static_cast<std::size_t>(w)])
+        if (!free_of_charge(u)) {
+          const auto ku = k(u);
+          m.add_ge(solver::expr(ku) + x(p.producer(u)) - solver::expr(xw), 0.0);
+        }
+    }
+    // The ops before v are a down-set: a variable op's predecessors are before v when it is.
+    for (std::size_t i = 0; i < b_op.size(); ++i) {  // b() may add variables: the loop reaches them
+      const auto o = b_op[i];
+      for (auto q : p.preds(o))
+        if (at(q) < 0) {
+          const auto bq = b(q);
+          m.add_ge(bq - solver::expr(bs[i]), 0.0);
+        }
     }
     // Memory: one version per storage, each storage's bytes once (as a fraction of the room left).
     std::vector<std::vector<std::int32_t>> versions(static_cast<std::size_t>(p.num_storages()));
@@ -210,26 +256,49 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
       memory += solver::expr(y, static_cast<double>(p.storage_bytes(s)) / room);
     }
     m.add_le(memory, 1.0);
-    // Least total cost of the reruns, in percent of a step (a scale the solver's tolerances suit).
-    solver::expr objective;
-    for (std::size_t i = 0; i < xs.size(); ++i)
-      objective += solver::expr(xs[i], 100.0 * tb.op_cost[static_cast<std::size_t>(x_op[i])] / tb.compute_cost);
-    m.minimize(objective);
-    const double limit = std::max(0.0, std::min(opt.per_op_time_limit_s, clock.seconds_left()));
-    const auto sol = backend.solve(m, {.time_limit = limit, .relative_gap = 1e-6});
-    ++out.ops_examined;
-    double percent = 0.0;
-    if (sol.status == solver::status::optimal) {
-      ++out.ops_solved;
-      percent = sol.bound == sol.bound ? std::min(sol.bound, sol.objective) : sol.objective;
-    } else if ((sol.status == solver::status::feasible || sol.status == solver::status::no_solution) && sol.bound == sol.bound) {
-      percent = sol.bound;
-    }
-    const double cost = std::max(0.0, percent) / 100.0 * tb.compute_cost;
-    if (cost > out.cost) {
-      out.cost = cost;
-      out.at_op = v;
-    }
+    milp_bound_solve(out, m, xs, x_op, tb, backend, limit, v);
+  }
+};
+
+}  // namespace detail
+
+// With core's in-order bound already computed by the caller (`in_order`: recompute_bound_in_order(p,
+// order, budget), e.g. for a report), so that it is not computed twice; the overload below computes it.
+template <class Backend>
+recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_id> order, std::int64_t budget, const Backend& backend,
+                                          const recompute_lower_bound& in_order, const milp_bound_options& opt = {}) {
+  if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_milp: " + *why);
+  const memplan::detail::recompute_bound_tables tb(p);
+  if (in_order.any_order || in_order.compute_cost != tb.compute_cost)
+    throw error(errc::invalid_argument, "recompute_bound_milp: the bound passed in is not recompute_bound_in_order of this problem");
+  recompute_milp_bound out;
+  out.compute_cost = tb.compute_cost;
+  const auto n = static_cast<std::int32_t>(order.size());
+  if (n == 0 || !(tb.compute_cost > 0)) return out;
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(p.num_ops()));
+  for (std::int32_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  // The ops to examine: live bytes above the budget without recomputation, highest first.
+  const auto live = make_timeline(p, order).live;
+  std::vector<std::int32_t> ticks;
+  for (std::int32_t i = 0; i < n && static_cast<std::size_t>(i) < live.size(); ++i)
+    if (live[static_cast<std::size_t>(i)] > budget) ticks.push_back(i);
+  std::stable_sort(ticks.begin(), ticks.end(), [&](std::int32_t a, std::int32_t b) { return live[static_cast<std::size_t>(a)] > live[static_cast<std::size_t>(b)]; });
+  out.ops_above = static_cast<std::int32_t>(ticks.size());
+  const auto& core = in_order;
+  out.core_cost = out.cost = core.cost;
+  if (core.cost > 0) out.at_op = core.at_op;
+  if (core.at_op != no_id) {
+    const auto at = std::find(ticks.begin(), ticks.end(), pos[static_cast<std::size_t>(core.at_op)]);
+    if (at != ticks.end()) std::rotate(ticks.begin(), at, at + 1);
+  }
+  if (opt.max_ops >= 0 && ticks.size() > static_cast<std::size_t>(opt.max_ops)) ticks.resize(static_cast<std::size_t>(opt.max_ops));
+  const auto clock = deadline::after(opt.time_limit_s);
+  detail::milp_bound_program prog(p, tb);
+  std::vector<std::int8_t> before(static_cast<std::size_t>(p.num_ops()));
+  for (const auto vi : ticks) {
+    if (clock.expired()) break;
+    for (op_id o = 0; o < p.num_ops(); ++o) before[static_cast<std::size_t>(o)] = pos[static_cast<std::size_t>(o)] < vi ? 1 : 0;
+    prog.solve_at(out, order[static_cast<std::size_t>(vi)], before, budget, backend, std::max(0.0, std::min(opt.per_op_time_limit_s, clock.seconds_left())));
   }
   out.overhead = out.cost / out.compute_cost;
   return out;
@@ -240,6 +309,86 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
                                           const milp_bound_options& opt = {}) {
   if (auto why = check_topological(p, order)) throw error(errc::invalid_argument, "recompute_bound_milp: " + *why);
   return recompute_bound_milp(p, order, budget, backend, recompute_bound_in_order(p, order, budget), opt);
+}
+
+// The bound for every order. At op v its ancestors run before v and its descendants after; every
+// other op may go either way, so its side is a variable b_o (the ops before v a down-set), and the
+// program above holds for every order at once: a value produced by a and read by c crosses v when
+// b_a = 1 and b_c = 0 (k_t + x_a >= b_a - b_c), and an op runs again after v only if it ran before
+// (x_w <= b_w). Each program's optimum (or proven bound) bounds the plans of every order; so does the
+// largest over the ops. Any op may need recomputation in some order, so every op is a candidate
+// (`ops_above` counts them all): the op of core's any-order bound first, then by the bytes that every
+// order holds at it (core/bounds.hpp's must-live storages and what it touches), highest first. Beyond
+// `max_ops_for_reachability` ops (the must-live sets' bitsets) it is core's bound.
+template <class Backend>
+recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend,
+                                                    const recompute_lower_bound& any_order, const milp_bound_options& opt = {},
+                                                    std::int32_t max_ops_for_reachability = 30000) {
+  const memplan::detail::recompute_bound_tables tb(p);
+  if (!any_order.any_order || any_order.compute_cost != tb.compute_cost)
+    throw error(errc::invalid_argument, "recompute_bound_milp_any_order: the bound passed in is not recompute_bound_any_order of this problem");
+  recompute_milp_bound out;
+  out.any_order = true;
+  out.compute_cost = tb.compute_cost;
+  out.core_cost = out.cost = any_order.cost;
+  if (any_order.cost > 0) out.at_op = any_order.at_op;
+  const auto no = static_cast<std::size_t>(p.num_ops());
+  if (no == 0 || !(tb.compute_cost > 0)) return out;
+  // Bytes at each op in every order: the must-live storages, plus what the op touches itself.
+  std::vector<std::int64_t> bytes(no, p.resident_bytes());
+  for (op_id v = 0; v < p.num_ops(); ++v) {
+    auto& by = bytes[static_cast<std::size_t>(v)];
+    for (auto s : p.touched(v))
+      if (!p.resident(s)) by = detail::milp_bound_add(by, p.storage_bytes(s));
+    by = detail::milp_bound_add(by, min_workspace(p, v));
+  }
+  const bool reach = memplan::detail::for_each_must_live(p, max_ops_for_reachability, [&](storage_id s, std::size_t base, std::span<const std::uint64_t> mask) {
+    memplan::detail::for_each_bit(base, mask, [&](op_id v) { bytes[static_cast<std::size_t>(v)] = detail::milp_bound_add(bytes[static_cast<std::size_t>(v)], p.storage_bytes(s)); });
+  });
+  if (!reach) {
+    out.overhead = out.cost / out.compute_cost;
+    return out;
+  }
+  std::vector<op_id> ops(no);
+  for (op_id v = 0; v < p.num_ops(); ++v) ops[static_cast<std::size_t>(v)] = v;
+  std::stable_sort(ops.begin(), ops.end(), [&](op_id a, op_id b) { return bytes[static_cast<std::size_t>(a)] > bytes[static_cast<std::size_t>(b)]; });
+  out.ops_above = static_cast<std::int32_t>(ops.size());
+  if (any_order.at_op != no_id) {
+    const auto at = std::find(ops.begin(), ops.end(), any_order.at_op);
+    if (at != ops.end()) std::rotate(ops.begin(), at, at + 1);
+  }
+  if (opt.max_ops >= 0 && ops.size() > static_cast<std::size_t>(opt.max_ops)) ops.resize(static_cast<std::size_t>(opt.max_ops));
+  const auto clock = deadline::after(opt.time_limit_s);
+  detail::milp_bound_program prog(p, tb);
+  std::vector<std::int8_t> before(no);
+  std::vector<op_id> stack;
+  for (const auto v : ops) {
+    if (clock.expired()) break;
+    // Ancestors before v (1), v and its descendants not (0), the rest either way (-1).
+    std::fill(before.begin(), before.end(), std::int8_t{-1});
+    before[static_cast<std::size_t>(v)] = 0;
+    for (const int dir : {0, 1}) {
+      const std::int8_t mark = dir == 0 ? 1 : 0;
+      stack.assign(1, v);
+      while (!stack.empty()) {
+        const auto o = stack.back();
+        stack.pop_back();
+        for (auto q : dir == 0 ? p.preds(o) : p.succs(o))
+          if (before[static_cast<std::size_t>(q)] < 0) {
+            before[static_cast<std::size_t>(q)] = mark;
+            stack.push_back(q);
+          }
+      }
+    }
+    prog.solve_at(out, v, before, budget, backend, std::max(0.0, std::min(opt.per_op_time_limit_s, clock.seconds_left())));
+  }
+  out.overhead = out.cost / out.compute_cost;
+  return out;
+}
+
+template <class Backend>
+recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend, const milp_bound_options& opt = {}) {
+  return recompute_bound_milp_any_order(p, budget, backend, recompute_bound_any_order(p, budget), opt);
 }
 
 }  // namespace memplan::remat
