@@ -7,7 +7,8 @@
 //  * real training exports at batch 32 (data/models): the default checkpointer at 0.5x and 0.7x of
 //    the no-recompute plan's peak: arena, overhead, plan time, and at 0.5x the lower bounds on the
 //    overhead of any plan within the budget (core/recompute_bound.hpp); with --milp-bound S (and CBC),
-//    also remat/milp_bound.hpp's per-op 0-1 bound in the plan's order, S seconds per graph.
+//    also remat/milp_bound.hpp's per-op 0-1 bounds in the plan's order and in any order, S seconds per
+//    graph each.
 // Writes the two figures as SVG (log-log) when asked.
 //
 // Usage: memplan_bench_remat [--quick] [--no-real] [--plots DIR] [--only SUBSTRING] [--milp-bound SECONDS]
@@ -182,7 +183,7 @@ int main(int argc, char** argv) try {
     milp_seconds = 0;
 #endif
     if (milp_seconds > 0)
-      std::printf("(0-1 bound: remat::recompute_bound_milp in the plan's order, %.0f s per graph; ops examined / above the budget, solved)\n", milp_seconds);
+      std::printf("(0-1 bound: remat::recompute_bound_milp in the plan's order / recompute_bound_milp_any_order, %.0f s per graph each; ops examined / above the budget, solved)\n", milp_seconds);
     std::vector<double> times;
     for (const auto& f : files) {
       // The baseline is the graph as traced; the plans take variants as `memplan plan` does (marked *:
@@ -215,14 +216,18 @@ int main(int argc, char** argv) try {
             const auto in = recompute_bound_in_order(p, mp.order(), budget);
             const auto any = recompute_bound_any_order(p, budget);
             std::printf(" %6.1f%% /%5.1f%%", 100 * std::max(in.overhead, any.overhead), 100 * any.overhead);
-            impossible10 += any.overhead > 0.10;
+            double any_overhead = any.overhead;
 #ifdef MEMPLAN_BENCH_CBC
             if (milp_seconds > 0) {
-              const auto mb = remat::recompute_bound_milp(p, mp.order(), budget, solver::cbc{.isolate = true}, {.time_limit_s = milp_seconds});
-              std::printf(" | 0-1 bound %6.2f%% (%d/%d ops, %d solved)", 100 * mb.overhead, mb.ops_examined, mb.ops_above, mb.ops_solved);
-              out_of_reach_in_order += mb.overhead > 0.10;
+              const auto mb = remat::recompute_bound_milp(p, mp.order(), budget, solver::cbc{.isolate = true}, in, {.time_limit_s = milp_seconds});
+              const auto ma = remat::recompute_bound_milp_any_order(p, budget, solver::cbc{.isolate = true}, any, {.time_limit_s = milp_seconds});
+              std::printf(" | 0-1 bound %6.2f%% (%d/%d ops, %d solved) / %6.2f%% (%d/%d, %d)", 100 * mb.overhead, mb.ops_examined, mb.ops_above,
+                          mb.ops_solved, 100 * ma.overhead, ma.ops_examined, ma.ops_above, ma.ops_solved);
+              out_of_reach_in_order += std::max(mb.overhead, ma.overhead) > 0.10;
+              any_overhead = std::max(any_overhead, ma.overhead);
             }
 #endif
+            impossible10 += any_overhead > 0.10;
           }
         } catch (const error& e) {
           std::printf(" %8s %27s %9s %7.2f |", "-", "infeas.", "", secs_since(t0));
@@ -233,8 +238,8 @@ int main(int argc, char** argv) try {
     }
     std::printf("* the graph has variants; the plans take them as `memplan plan` does (core/plan_variants.hpp); the peak is the graph's own, without them\n");
     std::sort(times.begin(), times.end());
-    std::printf("TARGET half the no-recompute peak with <= 10 %% overhead: %d of %d real exports (%d cannot: their any-order bound is above 10 %%)\n",
-                met10, n, impossible10);
+    std::printf("TARGET half the no-recompute peak with <= 10 %% overhead: %d of %d real exports (%d cannot: their any-order bound%s is above 10 %%)\n",
+                met10, n, impossible10, milp_seconds > 0 ? ", core's or the 0-1 one," : "");
     if (milp_seconds > 0)
       std::printf("(%d of them cannot in the plan's order: its bound, core's or the 0-1 one, is above 10 %%)\n", out_of_reach_in_order);
     if (!times.empty()) std::printf("TARGET default checkpointer <= 2 s per graph: slowest %.3f s, median %.3f s\n", times.back(), times[times.size() / 2]);
