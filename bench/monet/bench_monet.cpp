@@ -18,7 +18,11 @@
 // named), `memplan plan`'s default pipeline with implementation_choice::own against its default
 // no_slower (core/implementations.hpp): the planned peak, the arena and the op steps' cost, as ratios.
 //
-// Usage: memplan_bench_monet [--time-limit S] [--iters N] [--no-ilp] [--backward-only] [--only SUBSTRING] [--no-slower] [GRAPH.json.gz ...]
+// --milp-bound S adds, per graph, whether any plan can meet 0.45 of P0 with <= 10 % overhead (the
+// issue's must): the op-local floor, or remat::recompute_bound_milp_any_order at that budget for up to S
+// seconds plus the ops' least costs (must_at_045).
+//
+// Usage: memplan_bench_monet [--time-limit S] [--iters N] [--no-ilp] [--backward-only] [--only SUBSTRING] [--no-slower] [--milp-bound S] [GRAPH.json.gz ...]
 // (--backward-only: monet_ilp restricted to MONeT's Alg. 2 stages, forward ops recomputed before backward ops only)
 #include <algorithm>
 #include <chrono>
@@ -40,6 +44,7 @@
 #include <memplan/io/json.hpp>
 #include <memplan/remat/checkmate_ilp.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/milp_bound.hpp>
 #include <memplan/remat/monet_greedy.hpp>
 #include <memplan/remat/monet_ilp.hpp>
 #include <memplan/place/default_placer.hpp>
@@ -135,6 +140,36 @@ double bound_ratio(const problem& p, const timeline& base, double cap, bool any_
   return static_cast<double>(lo) / static_cast<double>(base.peak);
 }
 
+// --milp-bound S: the must (a plan at 0.45 of P0 with <= 10 % overhead) against what any plan
+// needs there: below the op-local floor nothing fits; above it, every plan's step costs at least the
+// sum of the ops' least costs plus remat::recompute_bound_milp_any_order (its reruns at their ops'
+// least costs, in any order), so when that exceeds 1.10 C0 no order, recomputation or choice of
+// implementations (variants aside: the graph as traced) meets it.
+void must_at_045(const problem& p, const timeline& base, double c0, [[maybe_unused]] double milp_seconds) {
+  const auto b = static_cast<std::int64_t>(0.45 * static_cast<double>(base.peak));
+  const auto floor = op_local_bound(p);
+  if (b < floor) {
+    std::printf("    at 0.45 of P0: below the op-local floor (%.3f of P0): no plan of any kind fits\n",
+                static_cast<double>(floor) / static_cast<double>(base.peak));
+    return;
+  }
+#ifdef MEMPLAN_BENCH_CBC
+  const auto t0 = clock_type::now();
+  const auto ma = remat::recompute_bound_milp_any_order(p, b, solver::cbc{.isolate = true}, {.time_limit_s = milp_seconds, .per_op_time_limit_s = 10});
+  const memplan::detail::recompute_bound_tables tb(p);
+  double least = 0;
+  for (const auto c : tb.op_cost) least += c;
+  const double step = (least + ma.cost) / c0;
+  std::printf("    at 0.45 of P0: any-order 0-1 recompute bound %.2f %% (core's %.2f %%; %d of %d ops examined, %d solved, %.0f s); least step cost "
+              "%.4f of C0%s -> %s\n",
+              100 * ma.overhead, 100 * ma.core_cost / ma.compute_cost, ma.ops_examined, ma.ops_above, ma.ops_solved, secs_since(t0), step,
+              has_variants(p) ? " (the graph as traced, variants not covered)" : "",
+              step > 1.10 ? "no plan meets 0.45 with <= 10 %" : "not excluded");
+#else
+  std::printf("    at 0.45 of P0: above the op-local floor; --milp-bound needs memplan::cbc\n");
+#endif
+}
+
 std::string ratio_text(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", x);
@@ -182,6 +217,7 @@ int main(int argc, char** argv) {
   bool backward_only = false;  // monet_ilp{.backward_only = true}: MONeT's Alg. 2 stages
   std::string only;
   bool no_slower = false;
+  double milp_seconds = 0;  // --milp-bound S: the any-order 0-1 bound at 0.45 of P0 (must_at_045)
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -191,6 +227,7 @@ int main(int argc, char** argv) {
     else if (a == "--backward-only") backward_only = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--no-slower") no_slower = true;
+    else if (a == "--milp-bound" && i + 1 < argc) milp_seconds = std::atof(argv[++i]);
     else files.push_back(a);
   }
   const bool named = !files.empty();
@@ -262,6 +299,7 @@ int main(int argc, char** argv) {
                 have_ilp ? ratio_text(cko.ratio / mono.ratio).c_str() : "-", recompute.ratio / greedy.ratio);
     std::printf("    recompute-only lower bound: no plan with <= 10 %% overhead below %.3f of P0 in the given order, %.3f in any order\n",
                 bound_ratio(p, base, 0.10, false), bound_ratio(p, base, 0.10, true));
+    if (milp_seconds > 0) must_at_045(p, base, c0, milp_seconds);
     std::printf("    overheads at those targets: recompute %.1f %%, monet_greedy %.1f %%", 100 * recompute.overhead, 100 * greedy.overhead);
     if (have_ilp) std::printf(", checkmate-D %.1f %%, checkmate-O %.1f %%, monet_ilp %.1f %%", 100 * ckd.overhead, 100 * cko.overhead, 100 * mono.overhead);
     std::printf("\n    times at those targets: monet_greedy %.2f s", greedy.seconds);
