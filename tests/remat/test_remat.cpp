@@ -16,6 +16,7 @@
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/best_of.hpp>
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/problem_builder.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/greedy_by_size.hpp>
@@ -860,6 +861,47 @@ TEST_CASE("greedy's annealing phase: valid plans, never costlier than its start,
                << " (by " << saved << " cost units in all)");
   CHECK(met > 0);
   CHECK(cheaper > 0);
+}
+
+TEST_CASE("greedy's drop set policy: a value rebuilt as another's input is kept to its next use, or freed after the burst") {
+  // f1: x -> a, f2: a -> b, f3: b -> c; backward g1 reads b, g2 reads a. With a and b dropped after
+  // their last forward use, g1's burst rebuilds a, then b from it. Kept (the default), a waits on
+  // the device for g2; with free_after[a], it is freed after the burst and rebuilt again for g2:
+  // one more recompute, and a is no longer live while g1 runs.
+  problem_builder pb("free_after_burst");
+  const auto x = pb.add_tensor("x", 10, tensor_kind::input);
+  const auto a = pb.add_tensor("a", 100, tensor_kind::activation);
+  const auto b = pb.add_tensor("b", 100, tensor_kind::activation);
+  const auto c = pb.add_tensor("c", 10, tensor_kind::activation);
+  const auto gb = pb.add_tensor("gb", 10, tensor_kind::activation);
+  const auto ga = pb.add_tensor("ga", 10, tensor_kind::output);
+  pb.add_op("f1", {x}, {a}, "op", op_phase::forward, 1.0);
+  pb.add_op("f2", {a}, {b}, "op", op_phase::forward, 1.0);
+  pb.add_op("f3", {b}, {c}, "op", op_phase::forward, 1.0);
+  pb.add_op("g1", {c, b}, {gb}, "op", op_phase::backward, 1.0);
+  pb.add_op("g2", {gb, a}, {ga}, "op", op_phase::backward, 1.0);
+  const auto p = pb.build();
+  const auto tl = given_timeline(p);
+  remat::detail::engine e(p, tl);
+  const auto chain = remat::chain_of(p, e.order(), [&](op_id o) { return e.cost(o); });
+  std::vector<std::uint8_t> drop(static_cast<std::size_t>(p.num_storages()), 0);
+  drop[static_cast<std::size_t>(p.storage_of(a))] = drop[static_cast<std::size_t>(p.storage_of(b))] = 1;
+  auto recomputes_of = [&](const timeline& t, const std::string& name) {
+    return std::count_if(t.steps.begin(), t.steps.end(), [&](const step& s) { return s.kind == step_kind::recompute && p.op_name(s.id) == name; });
+  };
+  remat::detail::drop_set_policy keep{&chain, drop};
+  const auto kept = e.run(keep, std::numeric_limits<std::int64_t>::max(), false);
+  CHECK(recomputes_of(kept, "f1") == 1);
+  CHECK(recomputes_of(kept, "f2") == 1);
+  std::vector<std::uint8_t> free_after(drop.size(), 0);
+  free_after[static_cast<std::size_t>(p.storage_of(a))] = 1;
+  remat::detail::drop_set_policy freeing{&chain, drop, free_after};
+  const auto freed = e.run(freeing, std::numeric_limits<std::int64_t>::max(), false);
+  CHECK(recomputes_of(freed, "f1") == 2);
+  CHECK(recomputes_of(freed, "f2") == 1);
+  CHECK(freed.peak < kept.peak);  // while g1 runs: b, c, gb and x, without a
+  CHECK(testing::violation_of(p, kept) == "<valid>");
+  CHECK(testing::violation_of(p, freed) == "<valid>");
 }
 
 TEST_CASE("best_solver_free anneals a greedy winner: valid, never costlier than without, the same plan in deterministic mode") {
