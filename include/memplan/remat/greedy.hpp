@@ -73,17 +73,17 @@ struct greedy {
   bool restore = true;
   int max_restores = 128;
   // 3. Then search which values to drop by simulated annealing, from the best drop set so far: each
-  // step flips one of two bits of a ranked value -- dropped or kept, or (when a burst rebuilds it as
-  // another value's input) freed right after that burst or kept to its next use -- and replays; a
-  // step is taken when it lowers
+  // step flips one ranked value (dropped or kept) and replays, then a second phase also flips a second
+  // bit per value (when a burst rebuilds it as another value's input: freed right after that burst,
+  // or kept to its next use); a step is taken when it lowers
   // recompute cost + a penalty per byte above the target, or else with the Metropolis probability at a
   // temperature that cools from 1 % to 0.1 % of the step's compute cost. It finds what the ranking
   // cannot see: when a value and the input it is rebuilt from are both dropped, the rebuild cascades,
   // so good sets drop one of each such pair (SqueezeNet at half its peak: 12.5 -> 10.2 %). The second
   // bit trades a rebuilt input's bytes until its next use for rebuilding it again then (the
   // transformer at half its peak: 23.2 -> 22.5 %, where no order allows less than 22.4 %). Its steps
-  // are counted, not timed, from a fixed seed, so the plan repeats: anneal_steps, or by default 100 per
-  // ranked value when that is at most anneal_work op replays in all (above, none: the replays of the
+  // are counted, not timed, from a fixed seed, so the plan repeats: anneal_steps per phase, or by default
+  // 100 per ranked value when that is at most anneal_work op replays (above, none: the replays of the
   // large batch-32 exports take 0.5 ms, and there it found nothing in the time a plan has). A time
   // limit that still runs out (a loaded machine) stops it with the best plan so far.
   // remat::best_solver_free anneals the greedy variant that won.
@@ -264,7 +264,11 @@ struct greedy {
     const double per_byte = 2.0 * total / static_cast<double>(std::max<std::int64_t>(target, 1));  // 1 % over: 2 % of a step
     const double hot = 0.01 * total, cold = 0.001 * total;
     // Second bit per ranked value: free it right after a burst that rebuilt it as another value's
-    // input, instead of keeping it until its next use.
+    // input, instead of keeping it until its next use. A second phase, from the best plan of the
+    // first, flips either bit (as many steps again); the first flips drop bits only, as before the
+    // second bit existed. Flipping either bit from the start left fewer steps for the drop set, and
+    // plans got costlier (SqueezeNet at half its peak 5.8 -> 6.3 %, the transformer at 0.7x 8.2 ->
+    // 11.2 %); a second phase over the free bits alone did not find the transformer's 22.5 %.
     std::vector<std::uint8_t> freed(drop.size(), 0);
     auto replay = [&](double& cost) {
       detail::drop_set_policy pol{&c, drop, freed};
@@ -276,38 +280,48 @@ struct greedy {
     double cost = 0;
     auto best = replay(cost);
     double best_cost = cost, current = score(best.peak, cost);
-    std::vector<std::uint8_t> best_drop = drop;
+    std::vector<std::uint8_t> best_drop = drop, best_freed = freed;
     // A fixed generator and seed, and integer draws: the same steps on every run and standard library.
     std::mt19937 rng(0x6d656d70u);
-    std::int64_t improved = 0, k = 0;
-    for (; k < steps && !clock.expired(); ++k) {
-      const double temperature = hot * std::pow(cold / hot, static_cast<double>(k) / static_cast<double>(steps));
-      const auto r = rng() % (2 * rank.size());
-      auto& x = (r < rank.size() ? drop : freed)[static_cast<std::size_t>(rank[r % rank.size()].second)];
-      x ^= 1;
-      double c2 = 0;
-      auto tl = replay(c2);
-      const double s2 = score(tl.peak, c2);
-      const double draw = static_cast<double>(rng()) / 4294967296.0;
-      if (s2 <= current || draw < std::exp((current - s2) / temperature)) {
-        current = s2;
-        const bool fits = tl.peak <= target, best_fits = best.peak <= target;
-        if (fits ? (!best_fits || c2 < best_cost) : (!best_fits && tl.peak < best.peak)) {
-          best = std::move(tl);
-          best_cost = c2;
-          best_drop = drop;
-          ++improved;
-        }
-      } else {
+    std::int64_t improved = 0, k = 0, total_steps = 0;
+    for (const int phase : {0, 1}) {
+      const std::int64_t n = steps;
+      total_steps += n;
+      if (phase == 1) {  // from the best plan so far
+        drop = best_drop;
+        freed = best_freed;
+        current = score(best.peak, best_cost);
+      }
+      for (std::int64_t j = 0; j < n && !clock.expired(); ++j, ++k) {
+        const double temperature = hot * std::pow(cold / hot, static_cast<double>(j) / static_cast<double>(n));
+        const auto r = rng() % ((phase + 1) * rank.size());
+        auto& x = (r < rank.size() ? drop : freed)[static_cast<std::size_t>(rank[r % rank.size()].second)];
         x ^= 1;
+        double c2 = 0;
+        auto tl = replay(c2);
+        const double s2 = score(tl.peak, c2);
+        const double draw = static_cast<double>(rng()) / 4294967296.0;
+        if (s2 <= current || draw < std::exp((current - s2) / temperature)) {
+          current = s2;
+          const bool fits = tl.peak <= target, best_fits = best.peak <= target;
+          if (fits ? (!best_fits || c2 < best_cost) : (!best_fits && tl.peak < best.peak)) {
+            best = std::move(tl);
+            best_cost = c2;
+            best_drop = drop;
+            best_freed = freed;
+            ++improved;
+          }
+        } else {
+          x ^= 1;
+        }
       }
     }
-    if (k < steps) note += "; annealing stopped by the time limit after " + std::to_string(k) + " of " + std::to_string(steps) + " steps";
+    if (k < total_steps) note += "; annealing stopped by the time limit after " + std::to_string(k) + " of " + std::to_string(total_steps) + " steps";
     if (improved > 0) {
       cs.push_back({std::move(best), best_cost, "annealed drop set (" + std::to_string(k) + " steps, " + std::to_string(improved) + " improvements)"});
       sets.push_back(std::move(best_drop));
     }
-    return k == steps;
+    return k == total_steps;
   }
 
   [[nodiscard]] timeline run_keeping_rebuild_inputs(const problem& p, timeline tl, const plan_context& ctx) const {
