@@ -18,7 +18,8 @@
 // minutes; isolated, a crash or a hang costs the solve, not the caller: the parent kills a child that
 // runs `watchdog_grace_s` (or 10 % of the limit, whichever is more) past the time limit, and either
 // failure returns status::error -- or the model's full feasible warm start, as status::feasible -- with
-// a message that says what happened. The *_ilp policies then fall back as for any failed solve.
+// a message that says what happened. The *_ilp policies then fall back as for any failed solve. With
+// verbosity 0 the child's stderr goes to /dev/null (its failed assertions would print there).
 #include <memplan/base/error.hpp>
 #include <memplan/solver/milp.hpp>
 
@@ -38,6 +39,7 @@
 #include <vector>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -263,6 +265,13 @@ class cbc {
     }
     if (pid == 0) {  // the child: solve, send, leave without running the parent's exit handlers
       ::close(fds[0]);
+      // Silent means silent: CBC 2.10's failed assertions write to stderr before the abort, which
+      // the parent reports in the solution's message.
+      if (o.verbosity == 0)
+        if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+          ::dup2(null, 2);
+          ::close(null);
+        }
       if (inject_fault == fault::crash) ::raise(SIGKILL);
       if (inject_fault == fault::hang)
         for (;;) ::pause();
