@@ -145,7 +145,7 @@ double bound_ratio(const problem& p, const timeline& base, double cap, bool any_
 // sum of the ops' least costs plus remat::recompute_bound_milp_any_order (its reruns at their ops'
 // least costs, in any order), so when that exceeds 1.10 C0 no order, recomputation or choice of
 // implementations (variants aside: the graph as traced) meets it.
-void must_at_045(const problem& p, const timeline& base, double c0, [[maybe_unused]] double milp_seconds) {
+void must_at_045(const problem& p, const timeline& base, [[maybe_unused]] double c0, [[maybe_unused]] double milp_seconds) {
   const auto b = static_cast<std::int64_t>(0.45 * static_cast<double>(base.peak));
   const auto floor = op_local_bound(p);
   if (b < floor) {
