@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,36 +28,7 @@ using namespace memplan;
 
 namespace {
 
-// A ReLU6 block as PyTorch traces it: the backward of the in-place activation reads a clone of its
-// input (c); the variant reads the activation's output y, which the layer after it saves anyway.
-problem relu6_block(double variant_cost = 1.0, const char* variant_input = "y") {
-  problem_builder b("relu6-block");
-  auto t = [&](const char* n, std::int64_t bytes, tensor_kind k) { return b.add_tensor(n, bytes, k); };
-  const auto x = t("x", 100, tensor_kind::input);
-  const auto w = t("w", 10, tensor_kind::weight);
-  const auto a = t("a", 100, tensor_kind::activation);
-  const auto c = t("c", 100, tensor_kind::activation);
-  const auto y = t("y", 100, tensor_kind::activation);
-  b.set_inplace_of(y, a);
-  const auto z = t("z", 100, tensor_kind::activation);
-  const auto loss = t("loss", 1, tensor_kind::output);
-  const auto gz = t("gz", 100, tensor_kind::gradient);
-  const auto gy = t("gy", 100, tensor_kind::gradient);
-  const auto gw = t("gw", 10, tensor_kind::gradient);
-  const auto ga = t("ga", 100, tensor_kind::gradient);
-  const auto gx = t("gx", 100, tensor_kind::output);
-  b.add_op("bn", {x}, {a}, "bn", op_phase::forward, 1.0);
-  b.add_op("clone", {a}, {c}, "clone", op_phase::forward, 0.5);
-  b.add_op("relu6_", {a}, {y}, "hardtanh_", op_phase::forward, 1.0);
-  b.add_op("conv", {y, w}, {z}, "conv", op_phase::forward, 4.0);
-  b.add_op("loss", {z}, {loss}, "loss", op_phase::forward, 1.0);
-  b.add_op("loss_bw", {loss}, {gz}, "loss_bw", op_phase::backward, 1.0);
-  b.add_op("conv_bw", {gz, y, w}, {gy, gw}, "conv_bw", op_phase::backward, 8.0);
-  b.add_op("relu6_bw", {gy, c}, {ga}, "hardtanh_backward", op_phase::backward, 1.0, 0,
-           {implementation{"output_activated", variant_cost, 0, {"gy", variant_input}}});
-  b.add_op("bn_bw", {ga}, {gx}, "bn_bw", op_phase::backward, 1.0);
-  return b.build();
-}
+using testing::relu6_block;
 
 // Live bytes of q in ref's given order (a topological one when that does not run), by position
 // (ops q no longer has: -1).
@@ -223,4 +196,78 @@ TEST_CASE("choose_variants on random training graphs with random variants: the g
   }
   MESSAGE(graphs << " graphs: variants taken in " << with_taken << " (" << taken << " variants, " << removed << " ops removed)");
   CHECK(with_taken > 5);
+}
+
+TEST_CASE("relax_variants: what every alternative reads, what each reads beyond, and the clone a choice may remove") {
+  const auto p = relu6_block(1.5);  // the variant costs more than the op's own 1.0
+  const auto r = relax_variants(p);
+  const auto& q = r.relaxed;
+  REQUIRE(q.num_ops() == p.num_ops());
+  REQUIRE(q.num_tensors() == p.num_tensors());
+  const auto names = [&](std::span<const tensor_id> ts) {
+    std::vector<std::string> n;
+    for (auto t : ts) n.push_back(p.tensor_name(t));
+    return n;
+  };
+  const auto bw = *p.find_op("relu6_bw");
+  const auto at = [](op_id o) { return static_cast<std::size_t>(o); };
+  CHECK(names(q.inputs(bw)) == std::vector<std::string>{"gy"});
+  REQUIRE(r.alternatives[at(bw)].size() == 2);
+  CHECK(names(r.alternatives[at(bw)][0]) == std::vector<std::string>{"c"});  // its own
+  CHECK(names(r.alternatives[at(bw)][1]) == std::vector<std::string>{"y"});  // output_activated
+  CHECK(q.cost(bw) == 1.0);
+  // The clone goes when relu6_bw takes its variant: in the relaxation it reads nothing, costs nothing,
+  // and its output takes no bytes.
+  const auto clone = *p.find_op("clone");
+  CHECK(r.may_go[at(clone)] == 1);
+  CHECK(std::count(r.may_go.begin(), r.may_go.end(), std::uint8_t{1}) == 1);
+  CHECK(q.inputs(clone).empty());
+  CHECK(q.cost(clone) == 0.0);
+  CHECK(q.bytes(*p.find_tensor("c")) == 0);
+  CHECK(q.bytes(*p.find_tensor("y")) == 100);
+  // Every op at its costliest alternative: the own costs (18.5) with relu6_bw at 1.5.
+  CHECK(r.compute_cost_max == doctest::Approx(19.0));
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (o != bw && o != clone) CHECK(names(q.inputs(o)) == names(p.inputs(o)));
+
+  // Random training graphs with random variants: the relaxed inputs are shared by every alternative
+  // (an in-place base always), and no choice's compute cost exceeds compute_cost_max.
+  int with_variants = 0;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    const auto g = testing::with_random_variants(testing::training_dag(seed), seed);
+    const auto rg = relax_variants(g);
+    std::vector<variant_choice> all;
+    double own = 0;
+    for (op_id o = 0; o < g.num_ops(); ++o) {
+      own += g.cost(o);
+      if (rg.may_go[at(o)]) {
+        CHECK(rg.relaxed.inputs(o).empty());
+        continue;
+      }
+      const auto in = rg.relaxed.inputs(o);
+      for (auto t : in) CHECK(std::find(g.inputs(o).begin(), g.inputs(o).end(), t) != g.inputs(o).end());
+      if (g.variants(o).empty()) {
+        CHECK(rg.alternatives[at(o)].empty());
+        CHECK(in.size() == g.inputs(o).size());
+        continue;
+      }
+      CHECK(rg.alternatives[at(o)].size() == g.variants(o).size() + 1);
+      all.push_back({g.op_name(o), g.variants(o)[0].name});
+    }
+    if (all.empty()) continue;
+    ++with_variants;
+    bool costed = false;
+    for (op_id o = 0; o < g.num_ops(); ++o) costed |= g.cost(o) > 0;
+    if (!costed) continue;
+    CHECK(own <= rg.compute_cost_max + 1e-9);
+    try {
+      const auto q2 = apply_variants(g, all);
+      double c = 0;
+      for (op_id o = 0; o < q2.num_ops(); ++o) c += q2.cost(o);
+      CHECK(c <= rg.compute_cost_max + 1e-9);
+    } catch (const error& e) {
+      CHECK(e.code() == errc::invalid_graph);  // these variants together make a cycle
+    }
+  }
+  CHECK(with_variants > 5);
 }

@@ -3,16 +3,20 @@
 // core/recompute_bound.hpp's in-order bound where a rebuild needs inputs that are gone too; the
 // default checkpointer's plans on random training graphs recompute at least it; without a backend or
 // without time it is core's bound. The any-order version never exceeds the least brute-force optimum
-// over the graph's orders, nor the in-order version of any order.
+// over the graph's orders, nor the in-order version of any order; the version for every variant choice
+// never exceeds the least optimum over the choices and their orders.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/core/recompute_bound.hpp>
+#include <memplan/core/variants.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/milp_bound.hpp>
@@ -20,6 +24,7 @@
 #include <memplan/schedule/list_scheduler.hpp>
 #include <memplan/solver/cbc.hpp>
 
+#include "../core/random_variants.hpp"
 #include "../property/training_dag.hpp"
 #include "../support/brute_force.hpp"
 #include "../support/sanitizer_scale.hpp"
@@ -211,4 +216,100 @@ TEST_CASE("recompute_bound_milp_any_order: a bound passed in must be core's any-
   CHECK(none.core_cost == any.cost);
   CHECK(none.ops_solved == 0);
   CHECK_THROWS_AS((void)remat::recompute_bound_milp_any_order(p, budget, solver::cbc{}, recompute_bound_in_order(p, tl.order(), budget)), error);
+}
+
+TEST_CASE("recompute_bound_milp_any_variants never exceeds the least brute-force optimum over variant choices and orders") {
+  // Graphs of the sweep (every 4th; every one in test_remat_cbc_slow) with random variants on about
+  // half their ops (tests/core/random_variants.hpp; new ones at each budget), at each budget of the
+  // given order's sweep: the brute force over every choice of the first three
+  // variants (each taken or not; the others not), each over up to 4 of its rewrite's topological
+  // orders. The plain any-order bound bounds only the plans that take none: counted where a choice's
+  // plan recomputes less than it (the variants matter there), and where the variant bound is above
+  // core's any-order bound of the relaxed problem (the per-alternative reads count).
+  int budgets = 0, beaten = 0, above_core = 0;
+  std::uint64_t seed = 0;
+  testing::for_each_brute_force_budget(milp_bound_graph_stride * testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline&, std::int64_t,
+                                                                            std::int64_t b, const auto& opt) {
+    const auto pv = testing::with_random_variants(inst.p, ++seed, false);
+    std::vector<variant_choice> all;
+    for (op_id o = 0; o < pv.num_ops() && all.size() < 3; ++o)
+      if (!pv.variants(o).empty()) all.push_back({pv.op_name(o), pv.variants(o)[0].name});
+    double least = opt.cost, least_with = std::numeric_limits<double>::infinity();
+    for (std::size_t mask = 1; mask < (std::size_t{1} << all.size()); ++mask) {
+      std::vector<variant_choice> taken;
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (mask >> i & 1) taken.push_back(all[i]);
+      problem q;
+      try {
+        q = apply_variants(pv, taken);
+      } catch (const error& e) {
+        CHECK(e.code() == errc::invalid_graph);  // these variants together make a cycle
+        continue;
+      }
+      std::vector<std::vector<op_id>> orders;
+      testing::for_each_topological_order(q, [&](const std::vector<op_id>& o) { orders.push_back(o); });
+      const std::size_t step = std::max<std::size_t>(1, orders.size() / 4);
+      for (std::size_t i = 0; i < orders.size(); i += step) {
+        const auto r = testing::remat_brute_force(q, make_timeline(q, orders[i]), b, testing::remat_plans::any);
+        if (r.feasible) least_with = std::min(least_with, r.cost);
+      }
+    }
+    least = std::min(least, least_with);
+    const auto var = remat::recompute_bound_milp_any_variants(pv, b, solver::cbc{}, {.time_limit_s = 60});
+    const auto plain = remat::recompute_bound_milp_any_order(pv, b, solver::cbc{}, {.time_limit_s = 60});
+    INFO("budget " << b << ": " << all.size() << " variants chosen from; least optimum " << least << ", with a variant " << least_with
+                    << "; variant bound " << var.cost << " (core's of the relaxed problem " << var.core_cost << "), plain any-order bound " << plain.cost);
+    CHECK(var.variants);
+    CHECK(var.any_order);
+    CHECK(var.complete());
+    CHECK(var.cost >= var.core_cost - 1e-9);
+    CHECK(var.cost <= least + 1e-9);
+    if (all.empty()) CHECK(var.cost == doctest::Approx(plain.cost));  // no variants: the same program
+    beaten += least_with < plain.cost - 1e-9;
+    above_core += var.cost > var.core_cost + 1e-9;
+    ++budgets;
+  });
+  MESSAGE(budgets << " budgets: a variant's plan recomputes less than the plain any-order bound at " << beaten
+                  << "; the variant bound is above core's of the relaxed problem at " << above_core);
+  CHECK(beaten > 0);
+  CHECK(above_core > 0);
+}
+
+TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: the clone its variant removes holds nothing in the bound") {
+  // relu6_bw reads a clone of the activation's input, or (its variant) the activation's output, which
+  // the convolution saves anyway, and then the clone goes. The brute force over both choices and every
+  // order of each, at budgets from the least peak either choice reaches to the peak without
+  // recomputation: the variant's plans recompute nothing there, below the plain any-order bound (1.5),
+  // and the bound over the variants, where the clone reads nothing and holds nothing, is 0.
+  const auto p = testing::relu6_block();
+  const auto with = apply_variants(p, std::vector<variant_choice>{{"relu6_bw", "output_activated"}});
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+  for (const auto* q : {&p, &with}) {
+    const auto tl = given_timeline(*q);
+    lo = std::min(lo, testing::remat_min_peak(*q, tl, testing::remat_plans::any).peak);
+    hi = std::max(hi, tl.peak);
+  }
+  int budgets = 0, beaten = 0;
+  for (const auto b : testing::budget_sweep(lo, hi)) {
+    double least = std::numeric_limits<double>::infinity(), least_with = least;
+    for (const auto* q : {&p, &with})
+      testing::for_each_topological_order(*q, [&](const std::vector<op_id>& o) {
+        const auto r = testing::remat_brute_force(*q, make_timeline(*q, o), b, testing::remat_plans::any);
+        if (!r.feasible) return;
+        least = std::min(least, r.cost);
+        if (q == &with) least_with = std::min(least_with, r.cost);
+      });
+    if (least == std::numeric_limits<double>::infinity()) continue;
+    const auto var = remat::recompute_bound_milp_any_variants(p, b, solver::cbc{}, {.time_limit_s = 60});
+    const auto plain = remat::recompute_bound_milp_any_order(p, b, solver::cbc{}, {.time_limit_s = 60});
+    INFO("budget " << b << ": least optimum " << least << " (with the variant " << least_with << "), variant bound " << var.cost
+                    << ", plain any-order bound " << plain.cost);
+    CHECK(var.complete());
+    CHECK(var.cost <= least + 1e-9);
+    beaten += least_with < plain.cost - 1e-9;
+    ++budgets;
+  }
+  MESSAGE(budgets << " budgets: the variant's plans recompute less than the plain any-order bound at " << beaten);
+  CHECK(budgets > 0);
+  CHECK(beaten == budgets);
 }

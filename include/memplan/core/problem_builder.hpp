@@ -377,13 +377,16 @@ struct op_fields {
 // A copy of a problem with each op's cost, workspace, implementations and inputs rewritten by
 // edit(const problem& p, op_id o, op_fields& f) (f starts as o's own fields; called in op order) and
 // extra precedence edges (a runs before b) added; tensors, in-place links, names, phases,
-// recomputability, the problem's edges, cost unit and instrumentation kept. Revalidated: throws if an
-// edge creates a cycle or an edited field is invalid.
+// recomputability, the problem's edges, cost unit and instrumentation kept (each tensor's bytes too,
+// unless `tensor_bytes`, one per tensor, gives others). Revalidated: throws if an edge creates a cycle or
+// an edited field is invalid.
 template <class Edit>
-problem with_ops(const problem& p, Edit&& edit, std::span<const std::pair<op_id, op_id>> edges = {}) {
+problem with_ops(const problem& p, Edit&& edit, std::span<const std::pair<op_id, op_id>> edges = {},
+                 std::span<const std::int64_t> tensor_bytes = {}) {
   problem_builder b(p.name(), p.options());
   b.set_cost_unit(p.cost_unit());
-  for (tensor_id t = 0; t < p.num_tensors(); ++t) b.add_tensor(p.tensor_name(t), p.bytes(t), p.kind(t));
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    b.add_tensor(p.tensor_name(t), tensor_bytes.empty() ? p.bytes(t) : tensor_bytes[static_cast<std::size_t>(t)], p.kind(t));
   for (tensor_id t = 0; t < p.num_tensors(); ++t)
     if (p.inplace_of(t) != no_id) b.set_inplace_of(t, p.inplace_of(t));
   for (op_id o = 0; o < p.num_ops(); ++o) {

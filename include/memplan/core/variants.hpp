@@ -73,6 +73,28 @@ inline bool reaches(const problem& p, op_id from, op_id to) {
   return false;
 }
 
+// Whether apply_variants removes op d once nothing reads its outputs: recomputable (not random), not
+// an update, outside the graph's extra edges (in_edge), with outputs, each an activation or gradient
+// that is not overwritten in place (overwritten) nor overwrites one.
+inline bool may_go(const problem& p, op_id d, std::span<const std::uint8_t> in_edge, std::span<const std::uint8_t> overwritten) {
+  if (in_edge[static_cast<std::size_t>(d)] || !p.recomputable(d) || p.phase(d) == op_phase::update || p.outputs(d).empty()) return false;
+  for (auto t : p.outputs(d)) {
+    if (overwritten[static_cast<std::size_t>(t)] || p.inplace_of(t) != no_id) return false;
+    if (p.kind(t) != tensor_kind::activation && p.kind(t) != tensor_kind::gradient) return false;
+  }
+  return true;
+}
+
+// Per op, 1 when it is an endpoint of one of the graph's extra edges; per tensor, 1 when an in-place
+// write overwrites it.
+inline std::pair<std::vector<std::uint8_t>, std::vector<std::uint8_t>> edge_ends_and_overwritten(const problem& p) {
+  std::vector<std::uint8_t> in_edge(static_cast<std::size_t>(p.num_ops()), 0), overwritten(static_cast<std::size_t>(p.num_tensors()), 0);
+  for (tensor_id t = 0; t < p.num_tensors(); ++t)
+    if (p.inplace_of(t) != no_id) overwritten[static_cast<std::size_t>(p.inplace_of(t))] = 1;
+  for (auto [a, b] : p.extra_edges()) in_edge[static_cast<std::size_t>(a)] = in_edge[static_cast<std::size_t>(b)] = 1;
+  return {std::move(in_edge), std::move(overwritten)};
+}
+
 }  // namespace detail
 
 // The problem with `taken` applied (see above). The names of the ops no longer needed are appended to
@@ -117,21 +139,17 @@ inline problem apply_variants(const problem& p, std::span<const variant_choice> 
   }
   // Ops left without a use.
   std::vector<std::int32_t> readers(nt, 0);
-  std::vector<std::uint8_t> overwritten(nt, 0), in_edge(no, 0), gone(no, 0);
+  std::vector<std::uint8_t> gone(no, 0);
   for (const auto& in : ins)
     for (auto t : in) ++readers[static_cast<std::size_t>(t)];
-  for (tensor_id t = 0; t < p.num_tensors(); ++t)
-    if (p.inplace_of(t) != no_id) overwritten[static_cast<std::size_t>(p.inplace_of(t))] = 1;
-  for (auto [a, b] : p.extra_edges()) in_edge[static_cast<std::size_t>(a)] = in_edge[static_cast<std::size_t>(b)] = 1;
+  const auto ends = detail::edge_ends_and_overwritten(p);  // (not a structured binding: clang 14 cannot capture one)
+  const auto& in_edge = ends.first;
+  const auto& overwritten = ends.second;
   auto unused = [&](op_id d) {
     const auto i = static_cast<std::size_t>(d);
-    if (gone[i] || chosen[i] >= 0 || in_edge[i] || !p.recomputable(d) || p.phase(d) == op_phase::update || p.outputs(d).empty())
-      return false;
-    for (auto t : p.outputs(d)) {
-      const auto ti = static_cast<std::size_t>(t);
-      if (readers[ti] > 0 || overwritten[ti] || p.inplace_of(t) != no_id) return false;
-      if (p.kind(t) != tensor_kind::activation && p.kind(t) != tensor_kind::gradient) return false;
-    }
+    if (gone[i] || chosen[i] >= 0 || !detail::may_go(p, d, in_edge, overwritten)) return false;
+    for (auto t : p.outputs(d))
+      if (readers[static_cast<std::size_t>(t)] > 0) return false;
     return true;
   };
   std::vector<op_id> work;
@@ -307,6 +325,108 @@ inline variant_rewrite choose_variants(const problem& p, variant_rule rule = var
     }
   }
   r.given_peak_after = peak(cur);
+  return r;
+}
+
+
+// ---- every variant choice at once (for lower bounds) ----------------------------------------------
+// A relaxation of every problem apply_variants can make from p (remat::recompute_bound_milp_any_variants
+// bounds them all through it). `relaxed` has p's ids, and:
+//  * each op reads only what all its alternatives read (its own inputs and every variant's), at the
+//    least cost and workspace among them; alternatives[o][j] lists what alternative j (0: the op's own
+//    inputs, then its variants in order) reads beyond that (no entries for an op without variants);
+//  * an op that some choice may leave without a reader (may_go[o]: detail::may_go, with its outputs read
+//    by no op's shared inputs, and so on down) reads nothing, costs nothing and its outputs take 0 bytes.
+// So a plan of any rewrite, read against `relaxed` (each op its rewrite's alternative, the ops the
+// rewrite removed run first: they need nothing and hold nothing), is a plan of it in every order the
+// rewrite runs, recomputing no more (by relaxed's costs) and holding no more bytes at any step; a bound
+// that also asks each op's chosen alternative's reads to be there is still a bound for every choice.
+struct variant_relaxation {
+  problem relaxed;
+  std::vector<std::vector<std::vector<tensor_id>>> alternatives;  // per op, per alternative: reads beyond relaxed's
+  std::vector<std::uint8_t> may_go;                               // per op
+  double compute_cost_max = 0.0;  // sum over ops of the largest cost among its own and its variants' (1 per
+                                  // op when the graph has no costs): at least every rewrite's compute cost
+                                  // (a graph without costs counts reruns; variants with costs there would
+                                  // make rewrites that count costs, which no count of reruns bounds)
+};
+
+inline variant_relaxation relax_variants(const problem& p) {
+  const auto no = static_cast<std::size_t>(p.num_ops());
+  const auto nt = static_cast<std::size_t>(p.num_tensors());
+  variant_relaxation r;
+  r.alternatives.resize(no);
+  r.may_go.assign(no, 0);
+  std::vector<std::vector<tensor_id>> shared(no);
+  bool costed = false;
+  for (op_id o = 0; o < p.num_ops() && !costed; ++o) costed = p.cost(o) > 0;
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    const auto i = static_cast<std::size_t>(o);
+    shared[i].assign(p.inputs(o).begin(), p.inputs(o).end());
+    double most = p.cost(o);
+    if (!p.variants(o).empty()) {
+      std::vector<std::vector<tensor_id>> alt{shared[i]};
+      for (const auto& v : p.variants(o)) {
+        most = std::max(most, v.cost);
+        auto& in = alt.emplace_back();
+        for (const auto& n : v.inputs) in.push_back(*p.find_tensor(n));  // the builder checked every name
+      }
+      std::vector<tensor_id> common;
+      for (auto t : alt[0]) {
+        const bool base = std::any_of(p.outputs(o).begin(), p.outputs(o).end(), [&](tensor_id u) { return p.inplace_of(u) == t; });
+        if (base || std::all_of(alt.begin(), alt.end(), [&](const auto& a) { return std::find(a.begin(), a.end(), t) != a.end(); }))
+          common.push_back(t);  // (an in-place write's base stays an input: every alternative overwrites it)
+      }
+      for (auto& a : alt) std::erase_if(a, [&](tensor_id t) { return std::find(common.begin(), common.end(), t) != common.end(); });
+      shared[i] = std::move(common);
+      r.alternatives[i] = std::move(alt);
+    }
+    r.compute_cost_max += costed ? most : 1.0;
+  }
+  // The ops some choice may remove: producers of what only some alternatives read, when no op's shared
+  // inputs read their outputs, then the same for what those read (as apply_variants removes them).
+  std::vector<std::int32_t> readers(nt, 0);
+  for (const auto& in : shared)
+    for (auto t : in) ++readers[static_cast<std::size_t>(t)];
+  const auto ends = detail::edge_ends_and_overwritten(p);
+  std::vector<op_id> work;
+  for (const auto& alt : r.alternatives)
+    for (const auto& a : alt)
+      for (auto t : a)
+        if (p.producer(t) != no_id) work.push_back(p.producer(t));
+  while (!work.empty()) {
+    const auto d = work.back();
+    work.pop_back();
+    const auto i = static_cast<std::size_t>(d);
+    if (r.may_go[i] || !detail::may_go(p, d, ends.first, ends.second)) continue;
+    if (std::any_of(p.outputs(d).begin(), p.outputs(d).end(), [&](tensor_id t) { return readers[static_cast<std::size_t>(t)] > 0; })) continue;
+    r.may_go[i] = 1;
+    for (auto t : shared[i])
+      if (--readers[static_cast<std::size_t>(t)] == 0 && p.producer(t) != no_id) work.push_back(p.producer(t));
+    shared[i].clear();
+    r.alternatives[i].clear();
+  }
+  std::vector<std::int64_t> bytes(nt);
+  for (tensor_id t = 0; t < p.num_tensors(); ++t) {
+    const auto a = p.producer(t);
+    bytes[static_cast<std::size_t>(t)] = a != no_id && r.may_go[static_cast<std::size_t>(a)] ? 0 : p.bytes(t);
+  }
+  r.relaxed = with_ops(
+      p,
+      [&](const problem& g, op_id o, op_fields& f) {
+        const auto i = static_cast<std::size_t>(o);
+        f.inputs = shared[i];
+        for (const auto& v : g.variants(o)) {
+          f.cost = std::min(f.cost, v.cost);
+          f.workspace = std::min(f.workspace, v.workspace);
+        }
+        if (r.may_go[i]) {
+          f.cost = 0.0;
+          f.workspace = 0;
+          for (auto& im : f.impls) im.cost = 0.0, im.workspace = 0;
+        }
+      },
+      {}, bytes);
   return r;
 }
 

@@ -44,6 +44,7 @@
 #include <memplan/core/problem.hpp>
 #include <memplan/core/recompute_bound.hpp>
 #include <memplan/core/timeline.hpp>
+#include <memplan/core/variants.hpp>
 #include <memplan/remat/engine.hpp>
 #include <memplan/solver/milp.hpp>
 
@@ -59,6 +60,7 @@ struct recompute_milp_bound {
   double cost = 0.0;                  // no plan over the order within the budget recomputes less
   double core_cost = 0.0;             // core's bound, recompute_bound_in_order or _any_order (cost is at least this)
   bool any_order = false;             // true: recompute_bound_milp_any_order's, for every order
+  bool variants = false;              // true: recompute_bound_milp_any_variants's, for every variant choice too
   double compute_cost = 0.0;          // one step, each op once at its own cost (1 per op without costs)
   double overhead = 0.0;              // cost / compute_cost
   op_id at_op = no_id;                // where it is attained (no_id: 0)
@@ -106,20 +108,36 @@ void milp_bound_solve(recompute_milp_bound& out, solver::model& m, const std::ve
 // it covers every order whose ops before v are a down-set containing the fixed ones: a value produced
 // by a and read by c (or live to the end) crosses v when b_a = 1 and b_c = 0, so k_t + x_a >= b_a - b_c,
 // and an op runs again after v only if it ran before (x_w <= b_w).
+//
+// With `alternatives` (relax_variants's, p its relaxed problem), an op with variants also reads what its
+// chosen alternative reads beyond p's inputs: a 0-1 y per alternative, one chosen, and each such read
+// counts where its alternative is chosen (the constraints above, less y - 1 on their right-hand side).
 struct milp_bound_program {
   const problem& p;
   const memplan::detail::recompute_bound_tables& tb;
-  std::vector<std::vector<tensor_id>> reads;    // per op: what it reads (required_tensors)
-  std::vector<std::vector<op_id>> readers;      // per tensor: the ops that read it
-  std::vector<std::int32_t> k_of, x_of, b_of;   // scratch: variable slots per tensor / op
+  std::span<const std::vector<std::vector<tensor_id>>> alts;             // per op, per alternative (empty: none)
+  std::vector<std::vector<tensor_id>> reads;                            // per op: what it reads (required_tensors)
+  std::vector<std::vector<op_id>> readers;                              // per tensor: the ops that read it
+  std::vector<std::vector<std::pair<op_id, std::int32_t>>> alt_readers;  // per tensor: (op, alternative) reading it beyond reads
+  std::vector<std::int32_t> k_of, x_of, b_of, y_of;                     // scratch: variable slots per tensor / op
 
-  milp_bound_program(const problem& pr, const memplan::detail::recompute_bound_tables& t) : p(pr), tb(t) {
+  milp_bound_program(const problem& pr, const memplan::detail::recompute_bound_tables& t,
+                     std::span<const std::vector<std::vector<tensor_id>>> alternatives = {})
+      : p(pr), tb(t), alts(alternatives) {
     reads.resize(static_cast<std::size_t>(p.num_ops()));
     readers.resize(static_cast<std::size_t>(p.num_tensors()));
+    alt_readers.resize(static_cast<std::size_t>(p.num_tensors()));
     for (op_id o = 0; o < p.num_ops(); ++o) {
       reads[static_cast<std::size_t>(o)] = required_tensors(p, o);
       for (auto u : reads[static_cast<std::size_t>(o)]) readers[static_cast<std::size_t>(u)].push_back(o);
+      if (static_cast<std::size_t>(o) < alts.size())
+        for (std::size_t j = 0; j < alts[static_cast<std::size_t>(o)].size(); ++j)
+          for (auto u : alts[static_cast<std::size_t>(o)][j]) alt_readers[static_cast<std::size_t>(u)].emplace_back(o, static_cast<std::int32_t>(j));
     }
+  }
+  [[nodiscard]] std::span<const std::vector<tensor_id>> alternatives_of(op_id o) const {
+    if (static_cast<std::size_t>(o) >= alts.size()) return {};
+    return alts[static_cast<std::size_t>(o)];
   }
 
   template <class Backend>
@@ -141,7 +159,8 @@ struct milp_bound_program {
     k_of.assign(static_cast<std::size_t>(p.num_tensors()), -1);
     x_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
     b_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
-    std::vector<solver::var> ks, xs, bs;
+    y_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    std::vector<solver::var> ks, xs, bs, ys;
     std::vector<tensor_id> k_tensor;
     std::vector<op_id> x_op, b_op, work;
     const auto at = [&](op_id o) { return before[static_cast<std::size_t>(o)]; };
@@ -179,12 +198,32 @@ struct milp_bound_program {
       }
       return solver::expr(xs[static_cast<std::size_t>(slot)]);
     };
+    // y: op c runs its alternative j (the op's alternatives get their variables together, one chosen).
+    const auto y = [&](op_id c, std::int32_t j) {
+      auto& slot = y_of[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<std::int32_t>(ys.size());
+        solver::expr one;
+        for (std::size_t i = 0; i < alternatives_of(c).size(); ++i) {
+          ys.push_back(m.add_binary());
+          one += solver::expr(ys.back());
+        }
+        m.add_eq(one, 1.0);
+      }
+      return solver::expr(ys[static_cast<std::size_t>(slot + j)]);
+    };
     const auto free_of_charge = [&](tensor_id t) {
       const auto s = p.storage_of(t);
       return p.resident(s) || p.storage_bytes(s) == 0;
     };
     for (auto t : reads[static_cast<std::size_t>(v)])
       if (!free_of_charge(t)) m.fix(k(t), 1.0);
+    for (std::size_t j = 0; j < alternatives_of(v).size(); ++j)
+      for (auto t : alternatives_of(v)[j])
+        if (!free_of_charge(t)) {
+          const auto kt = k(t);
+          m.add_ge(solver::expr(kt) - y(v, static_cast<std::int32_t>(j)), 0.0);
+        }
     // Values that cross v: on the device at v, or their producer runs again.
     for (tensor_id t = 0; t < p.num_tensors(); ++t) {
       if (free_of_charge(t)) continue;
@@ -214,6 +253,15 @@ struct milp_bound_program {
           const auto ba = b(a);
           m.add_ge(solver::expr(kt) + xa - ba + b(c), 0.0);
         }
+      // Reads of an alternative, where it is chosen (v's own: above).
+      for (const auto& [c, j] : alt_readers[static_cast<std::size_t>(t)])
+        if (c != v && at(c) != 1) {
+          const auto kt = k(t);
+          const auto xa = x(a);
+          const auto ba = b(a);
+          const auto bc = b(c);
+          m.add_ge(solver::expr(kt) + xa - ba + bc - y(c, j), -1.0);
+        }
     }
     // Every input of an op that runs again: there at v, or its producer runs again too.
     while (!work.empty()) {
@@ -225,6 +273,13 @@ struct milp_bound_program {
           const auto ku = k(u);
           m.add_ge(solver::expr(ku) + x(p.producer(u)) - solver::expr(xw), 0.0);
         }
+      for (std::size_t j = 0; j < alternatives_of(w).size(); ++j)
+        for (auto u : alternatives_of(w)[j])
+          if (!free_of_charge(u)) {
+            const auto ku = k(u);
+            const auto xu = x(p.producer(u));
+            m.add_ge(solver::expr(ku) + xu - solver::expr(xw) - y(w, static_cast<std::int32_t>(j)), -1.0);
+          }
     }
     // The ops before v are a down-set: a variable op's predecessors are before v when it is.
     for (std::size_t i = 0; i < b_op.size(); ++i) {  // b() may add variables: the loop reaches them
@@ -321,16 +376,17 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
 // (`ops_above` counts them all): the op of core's any-order bound first, then by the bytes that every
 // order holds at it (core/bounds.hpp's must-live storages and what it touches), highest first. Beyond
 // `max_ops_for_reachability` ops (the must-live sets' bitsets) it is core's bound.
+namespace detail {
+// recompute_bound_milp_any_order's work; with `vr`, p is vr->relaxed and the bound covers every variant
+// choice too (the ops a choice may remove are not examined: they may not run).
 template <class Backend>
-recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend,
-                                                    const recompute_lower_bound& any_order, const milp_bound_options& opt = {},
-                                                    std::int32_t max_ops_for_reachability = 30000) {
+recompute_milp_bound milp_bound_any_order(const problem& p, std::int64_t budget, const Backend& backend, const recompute_lower_bound& any_order,
+                                          const milp_bound_options& opt, std::int32_t max_ops_for_reachability, const variant_relaxation* vr) {
   const memplan::detail::recompute_bound_tables tb(p);
-  if (!any_order.any_order || any_order.compute_cost != tb.compute_cost)
-    throw error(errc::invalid_argument, "recompute_bound_milp_any_order: the bound passed in is not recompute_bound_any_order of this problem");
   recompute_milp_bound out;
   out.any_order = true;
-  out.compute_cost = tb.compute_cost;
+  out.variants = vr != nullptr;
+  out.compute_cost = vr ? vr->compute_cost_max : tb.compute_cost;
   out.core_cost = out.cost = any_order.cost;
   if (any_order.cost > 0) out.at_op = any_order.at_op;
   const auto no = static_cast<std::size_t>(p.num_ops());
@@ -340,18 +396,19 @@ recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64
   for (op_id v = 0; v < p.num_ops(); ++v) {
     auto& by = bytes[static_cast<std::size_t>(v)];
     for (auto s : p.touched(v))
-      if (!p.resident(s)) by = detail::milp_bound_add(by, p.storage_bytes(s));
-    by = detail::milp_bound_add(by, min_workspace(p, v));
+      if (!p.resident(s)) by = milp_bound_add(by, p.storage_bytes(s));
+    by = milp_bound_add(by, min_workspace(p, v));
   }
   const bool reach = memplan::detail::for_each_must_live(p, max_ops_for_reachability, [&](storage_id s, std::size_t base, std::span<const std::uint64_t> mask) {
-    memplan::detail::for_each_bit(base, mask, [&](op_id v) { bytes[static_cast<std::size_t>(v)] = detail::milp_bound_add(bytes[static_cast<std::size_t>(v)], p.storage_bytes(s)); });
+    memplan::detail::for_each_bit(base, mask, [&](op_id v) { bytes[static_cast<std::size_t>(v)] = milp_bound_add(bytes[static_cast<std::size_t>(v)], p.storage_bytes(s)); });
   });
   if (!reach) {
     out.overhead = out.cost / out.compute_cost;
     return out;
   }
-  std::vector<op_id> ops(no);
-  for (op_id v = 0; v < p.num_ops(); ++v) ops[static_cast<std::size_t>(v)] = v;
+  std::vector<op_id> ops;
+  for (op_id v = 0; v < p.num_ops(); ++v)
+    if (!vr || !vr->may_go[static_cast<std::size_t>(v)]) ops.push_back(v);
   std::stable_sort(ops.begin(), ops.end(), [&](op_id a, op_id b) { return bytes[static_cast<std::size_t>(a)] > bytes[static_cast<std::size_t>(b)]; });
   out.ops_above = static_cast<std::int32_t>(ops.size());
   if (any_order.at_op != no_id) {
@@ -360,7 +417,7 @@ recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64
   }
   if (opt.max_ops >= 0 && ops.size() > static_cast<std::size_t>(opt.max_ops)) ops.resize(static_cast<std::size_t>(opt.max_ops));
   const auto clock = deadline::after(opt.time_limit_s);
-  detail::milp_bound_program prog(p, tb);
+  milp_bound_program prog(p, tb, vr ? std::span<const std::vector<std::vector<tensor_id>>>(vr->alternatives) : std::span<const std::vector<std::vector<tensor_id>>>{});
   std::vector<std::int8_t> before(no);
   std::vector<op_id> stack;
   for (const auto v : ops) {
@@ -387,9 +444,34 @@ recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64
   return out;
 }
 
+}  // namespace detail
+
+template <class Backend>
+recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend,
+                                                    const recompute_lower_bound& any_order, const milp_bound_options& opt = {},
+                                                    std::int32_t max_ops_for_reachability = 30000) {
+  if (!any_order.any_order || any_order.compute_cost != memplan::detail::recompute_bound_tables(p).compute_cost)
+    throw error(errc::invalid_argument, "recompute_bound_milp_any_order: the bound passed in is not recompute_bound_any_order of this problem");
+  return detail::milp_bound_any_order(p, budget, backend, any_order, opt, max_ops_for_reachability, nullptr);
+}
+
 template <class Backend>
 recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend, const milp_bound_options& opt = {}) {
   return recompute_bound_milp_any_order(p, budget, backend, recompute_bound_any_order(p, budget), opt);
+}
+
+// The bound for every order and every variant choice (core/variants.hpp: a plan of p with any of its
+// variants taken, apply_variants, or none): the any-order program over relax_variants(p), where an op
+// reads what all its alternatives read, and what only its chosen one reads where that one is chosen (a
+// 0-1 variable per alternative). Its floor (`core_cost`) is core's any-order bound of the relaxed
+// problem; `overhead` divides by the largest compute cost any choice can have (`compute_cost`: each op
+// at the most costly of its alternatives). Without variants it is recompute_bound_milp_any_order's
+// bound with `variants` set (every op then has one alternative).
+template <class Backend>
+recompute_milp_bound recompute_bound_milp_any_variants(const problem& p, std::int64_t budget, const Backend& backend, const milp_bound_options& opt = {},
+                                                       std::int32_t max_ops_for_reachability = 30000) {
+  const auto vr = relax_variants(p);
+  return detail::milp_bound_any_order(vr.relaxed, budget, backend, recompute_bound_any_order(vr.relaxed, budget), opt, max_ops_for_reachability, &vr);
 }
 
 }  // namespace memplan::remat
