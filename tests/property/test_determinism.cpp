@@ -24,6 +24,7 @@
 #include <memplan/schedule/local_search.hpp>
 
 #include "../support/random_dag.hpp"
+#include "../support/sanitizer_scale.hpp"
 #include "training_dag.hpp"
 
 using namespace memplan;
@@ -95,15 +96,20 @@ TEST_CASE("memplan plan --deterministic and memplan place --deterministic write 
   const auto first = file_bytes(dir / "plan0.json");
   CHECK(first.size() > 1000);
   CHECK(first == file_bytes(dir / "plan1.json"));
-  // A graph with variants that keep the peak: two plans compared (core/plan_variants.hpp), the same one kept.
-  const auto squeezenet = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/squeezenet1_0-train-b1.json.gz";
-  for (int run = 0; run < 2; ++run) {
-    const auto out = (dir / ("variants" + std::to_string(run) + ".json")).string();
-    REQUIRE(sh("plan " + squeezenet + " --deterministic --budget 30MB -q -o " + out) == 0);
+  // A graph with variants that keep the peak: two plans compared (core/plan_variants.hpp), the same one
+  // kept. Not under the sanitizer: there its 18 plans (the two whole sets, then the group search's 16)
+  // took 160 of this test's 170 s, the CI's longest test, and tests/io/variants.cpp's SqueezeNet test
+  // runs the same search instrumented.
+  if (!testing::under_sanitizer) {
+    const auto squeezenet = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/squeezenet1_0-train-b1.json.gz";
+    for (int run = 0; run < 2; ++run) {
+      const auto out = (dir / ("variants" + std::to_string(run) + ".json")).string();
+      REQUIRE(sh("plan " + squeezenet + " --deterministic --budget 30MB -q -o " + out) == 0);
+    }
+    const auto with_variants = file_bytes(dir / "variants0.json");
+    CHECK(with_variants.size() > 1000);
+    CHECK(with_variants == file_bytes(dir / "variants1.json"));
   }
-  const auto with_variants = file_bytes(dir / "variants0.json");
-  CHECK(with_variants.size() > 1000);
-  CHECK(with_variants == file_bytes(dir / "variants1.json"));
   {
     std::ofstream csv(dir / "buffers.csv");
     csv << "id,lower,upper,size\n";
