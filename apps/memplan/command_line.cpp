@@ -351,8 +351,9 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--placer", pa.placer, "offset-placement policy: " + place_names)->capture_default_str();
   plan->add_option("--time-limit", pa.time_limit, "seconds for the policies that search (default: each policy's own)");
   plan->add_option("--bound-time", pa.bound_time,
-                   "with --budget: seconds for a tighter overhead bound in the plan's order (remat::recompute_bound_milp, one 0-1 "
-                   "program per op with the MILP backend; docs/recompute.md); default 0: not run");
+                   "with --budget: seconds for tighter overhead bounds (remat/milp_bound.hpp, one 0-1 program per op with the MILP "
+                   "backend): in the plan's order, in any order, and on a graph with variants with any of them; docs/recompute.md; "
+                   "default 0: not run");
   plan->add_option("--alignment", pa.alignment, "byte alignment of every tensor offset, a power of two")->capture_default_str();
   plan->add_option("--capacity", pa.capacity, "arena limit in bytes (4096, 512MiB, 1.5GiB); exit 1 when it cannot be met");
   plan->add_option("--budget", pa.budget,

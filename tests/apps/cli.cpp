@@ -509,6 +509,7 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
   REQUIRE(t.code == 0);
   CHECK(has(t.out, "overhead bound: recompute_bound_milp ("));
   CHECK(has(t.out, "in any order"));
+  CHECK(!has(t.out, "with any of the graph's variants"));  // the transformer has none
   const auto j2 = nlohmann::json::parse(slurp(s / "report2.json"));
   const auto in2 = j2["overhead_lower_bound"].get<double>(), any2 = j2["overhead_lower_bound_any_order"].get<double>();
   CHECK(in2 >= in - 1e-12);
@@ -522,6 +523,20 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
   CHECK(csv.rfind("budget_bytes,arena_bytes,peak_bytes,compute_cost,recompute_cost,overhead,recomputed_ops,checkpointer,plan_seconds,"
                   "overhead_lower_bound,overhead_lower_bound_any_order,variants\n",
                   0) == 0);
+}
+
+TEST_CASE("plan --bound-time on a graph with variants adds the bound over every choice of them") {
+  // MobileNet-V2's output-activated hardtanh_backward variants (the plan takes them all): the third
+  // share of the time goes to remat::recompute_bound_milp_any_variants, printed as a note.
+  const auto model = bundled_model("mobilenet_v2-train-b1.json.gz");
+  if (model.empty()) return;
+  scratch s;
+  const auto t = s.run("plan '" + model + "' --budget 60000000 --bound-time 1");
+  INFO(t.err);
+  REQUIRE(t.code == 0);
+  CHECK(has(t.out, "overhead bound: recompute_bound_milp ("));
+  CHECK(has(t.out, "note           overhead bound with any of the graph's variants, in any order: "));
+  CHECK(has(t.out, "of the costliest choice's step (the plans above: "));
 }
 
 TEST_CASE("plan takes the variants that cost nothing, names them in the plan, and verify reads them back") {
