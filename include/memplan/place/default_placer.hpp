@@ -7,7 +7,8 @@
 // bottom, pieces above them that no buffer crosses, e.g. the micro-batches of a gradient-accumulation
 // trace), each distinct piece is placed on its own (repeated pieces once) with a share of the budget.
 // Then, unless that met the bound: greedy_by_breadth (zero fragmentation on most training graphs in
-// milliseconds), best_fit if that misses the bound; then place::exact searches from their best for the
+// milliseconds), best_fit and first fit in allocation order if that misses the bound (each only while
+// the bound is missed); then place::exact searches from their best for the
 // rest of the budget (decision mode when the problem has a finite capacity: the first placement that
 // fits ends it; otherwise minimisation); greedy_by_size and pyramid only if time is left after that.
 // Every pass checks the deadline (a greedy pass cut short stacks its remaining buffers on top), so the
@@ -77,6 +78,29 @@ inline time_pieces split_in_time(const buffer_problem& p) {
   return tp;
 }
 
+// First fit in allocation order: buffers by lower end (larger first at equal ends), each at the lowest
+// gap among the placed buffers it overlaps -- the placement of a first-fit allocator that never gives
+// memory back, with pins as obstacles. The size-ordered passes put a long-lived buffer low and leave
+// the short ones around it the gaps; where long-lived buffers begin among bursts of short ones, as in
+// recompute plans (Inception-v3 at batch 32 and half its peak with its concatenation variants: a
+// concatenation kept until the backward of its last slice, among rebuilt buffers), this order leaves
+// fewer holes: 7.3 % above max load there, against 12.7 % (best_fit) and 36.5 % (greedy_by_breadth).
+struct first_fit_by_allocation {
+  [[nodiscard]] std::string name() const { return "first_fit_by_allocation"; }
+  template <class Deadline>
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline& until, bool* cut = nullptr) const {
+    auto ids = free_buffers(p);
+    std::sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = p.buffers[a];
+      const auto& y = p.buffers[b];
+      if (x.lower != y.lower) return x.lower < y.lower;
+      if (x.size != y.size) return x.size > y.size;
+      return a < b;
+    });
+    return place_in_order(p, ids, fit::first, {}, &until, cut);
+  }
+};
+
 }  // namespace detail
 
 struct default_placer {
@@ -138,6 +162,7 @@ struct default_placer {
     if (whole && !room() && best.offsets.empty()) consider(pass(detail::first_fit_sweep{}));
     if (whole && room()) consider(pass(greedy_by_breadth{}));
     if (whole && !good(best) && room()) consider(pass(best_fit{}));
+    if (whole && !good(best) && room()) consider(pass(detail::first_fit_by_allocation{}));
     if (whole && !good(best) && room()) {
       auto pl = exact{.node_limit = node_limit, .accept = accept, .progress = progress}.search_from(p, best, until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
