@@ -367,15 +367,6 @@ recompute_milp_bound recompute_bound_milp(const problem& p, std::span<const op_i
   return recompute_bound_milp(p, order, budget, backend, recompute_bound_in_order(p, order, budget), opt);
 }
 
-// The bound for every order. At op v its ancestors run before v and its descendants after; every
-// other op may go either way, so its side is a variable b_o (the ops before v a down-set), and the
-// program above holds for every order at once: a value produced by a and read by c crosses v when
-// b_a = 1 and b_c = 0 (k_t + x_a >= b_a - b_c), and an op runs again after v only if it ran before
-// (x_w <= b_w). Each program's optimum (or proven bound) bounds the plans of every order; so does the
-// largest over the ops. Any op may need recomputation in some order, so every op is a candidate
-// (`ops_above` counts them all): the op of core's any-order bound first, then by the bytes that every
-// order holds at it (core/bounds.hpp's must-live storages and what it touches), highest first. Beyond
-// `max_ops_for_reachability` ops (the must-live sets' bitsets) it is core's bound.
 namespace detail {
 // recompute_bound_milp_any_order's work; with `vr`, p is vr->relaxed and the bound covers every variant
 // choice too (the ops a choice may remove are not examined: they may not run).
@@ -446,6 +437,15 @@ recompute_milp_bound milp_bound_any_order(const problem& p, std::int64_t budget,
 
 }  // namespace detail
 
+// The bound for every order. At op v its ancestors run before v and its descendants after; every
+// other op may go either way, so its side is a variable b_o (the ops before v a down-set), and the
+// program above holds for every order at once: a value produced by a and read by c crosses v when
+// b_a = 1 and b_c = 0 (k_t + x_a >= b_a - b_c), and an op runs again after v only if it ran before
+// (x_w <= b_w). Each program's optimum (or proven bound) bounds the plans of every order; so does the
+// largest over the ops. Any op may need recomputation in some order, so every op is a candidate
+// (`ops_above` counts them all): the op of core's any-order bound first, then by the bytes that every
+// order holds at it (core/bounds.hpp's must-live storages and what it touches), highest first. Beyond
+// `max_ops_for_reachability` ops (the must-live sets' bitsets) it is core's bound.
 template <class Backend>
 recompute_milp_bound recompute_bound_milp_any_order(const problem& p, std::int64_t budget, const Backend& backend,
                                                     const recompute_lower_bound& any_order, const milp_bound_options& opt = {},
