@@ -4,7 +4,9 @@
 // solver::cbc{}, target memplan::cbc). It is core/recompute_bound.hpp's in-order argument with a
 // rebuild's inputs charged all the way down, which that bound does one level deep and only for inputs
 // an in-place write destroyed. remat::recompute_bound_milp_any_order (at the end) bounds the plans of
-// every order: the same program with each op's side of v (before or after it) a variable.
+// every order: the same program with each op's side of v (before or after it) a variable; and
+// remat::recompute_bound_milp_any_variants those of every order and every choice of the graph's
+// variants: the same again over core/variants.hpp's relax_variants, with a 0-1 variable per alternative.
 //
 // The argument, at op v (its computation, the step whose live bytes the budget bounds). Let M be the
 // values on the device while v runs and R the ops that run again after v. Then, in every plan:
