@@ -8,9 +8,11 @@
 //  * budgets:    wall time against time_limit_s for the searching placers;
 //  * exports:    every bundled real export planned with the CLI's defaults (fragmentation, plan time);
 //  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
+//  * recompute:  the buffers of recompute plans (Inception-v3 at batch 32, the default checkpointer at
+//                1,570,000,000 B, with and without its concatenation variants) by each pass and default;
 //  * synthetic, model_like: per-placer tables on DNN-like lists (the older sections).
 // Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]
-// (exports and cut need memplan::json; all timings are wall clock on the machine it runs on, with CPU
+// (exports, cut and recompute need memplan::json; all timings are wall clock on the machine it runs on, with CPU
 // time next to them where the machine may be shared.)
 #include <algorithm>
 #include <chrono>
@@ -39,8 +41,11 @@
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/plan_variants.hpp>
+#include <memplan/core/timeline.hpp>
+#include <memplan/core/variants.hpp>
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
+#include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #endif
 
@@ -370,6 +375,46 @@ void real_exports() {
               zero == total && median(times) <= 0.5 && worst_place <= 1.0 ? "met" : "NOT met");
 }
 
+// ---- recompute: the buffers of recompute plans ----------------------------------------------------------------
+// docs/placement.md's hard case: Inception-v3 at batch 32, planned in the default scheduler's order by
+// the default checkpointer at 1,570,000,000 B (half its planned peak), once as traced and once with the
+// 44 concatenation variants memplan plan tries as its second set (variant_rule::no_peak_higher). With
+// the variants, long-lived concatenations begin among the rebuilt buffers of the backward pass.
+void recompute_plans() {
+  std::cout << "\n## Buffers of recompute plans (Inception-v3, batch 32, default checkpointer at 1,570,000,000 B): % above max load\n\n"
+               "| graph | buffers | max load (B) | greedy_by_breadth | best_fit | first fit by allocation | greedy_by_size | pyramid | default (0.8 s) | default s |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  const auto file = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models" / "inception_v3-train-b32.json.gz";
+  if (!std::filesystem::exists(file)) {
+    std::cout << "(" << file.string() << " not found)\n";
+    return;
+  }
+  const auto g = io::read_graph(file.string());
+  for (const bool with_variants : {false, true}) {
+    const auto rw = choose_variants(g, with_variants ? variant_rule::no_peak_higher : variant_rule::no_step_higher);
+    const auto& p = rw.rewritten;
+    const auto base = memplan::plan(p, schedule::default_scheduler{} | place::default_placer{});
+    plan_context ctx;
+    ctx.memory_target = 1'570'000'000;
+    auto tl = remat::default_checkpointer{}.run(p, make_timeline(p, base.order()), ctx);
+    derive(p, tl);
+    buffer_origin origin;
+    const auto bp = to_buffers(p, tl, 1, origin);
+    const auto lb = arena_lower_bound(bp);
+    const auto above = [&](std::int64_t arena) { return 100.0 * static_cast<double>(arena - lb) / static_cast<double>(lb); };
+    const auto never = deadline::never();
+    const auto pass = [&](auto policy) { return above(place::detail::arena_of(bp, policy.offsets(bp, never))); };
+    const auto t0 = clock_type::now();
+    const auto d = default_placer{}.place(bp);
+    const double ds = seconds_since(t0);
+    std::printf("| %s | %zu | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                with_variants ? ("with its " + std::to_string(rw.taken.size()) + " variants").c_str() : "as traced", bp.buffers.size(),
+                static_cast<long long>(lb), pass(greedy_by_breadth{}), pass(best_fit{}), pass(place::detail::first_fit_by_allocation{}),
+                pass(greedy_by_size{}), pass(pyramid{}), above(d.arena), ds);
+    std::fflush(stdout);
+  }
+}
+
 // ---- cut: the min-cut lower bound on the peak ---------------------------------------------------------------
 void cut_bounds() {
   std::cout << "\n## Lower bounds on the peak of any order (core/cut_bound.hpp) against the default scheduler\n\n"
@@ -528,7 +573,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
   std::set<std::string> only;
-  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "exports", "cut", "synthetic", "model_like"};
+  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "exports", "cut", "recompute", "synthetic", "model_like"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
@@ -544,7 +589,7 @@ int main(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,exports,cut,synthetic,model_like] [--quick] "
+      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,exports,cut,recompute,synthetic,model_like] [--quick] "
                    "[--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]\n";
       return 2;
     }
@@ -559,8 +604,9 @@ int main(int argc, char** argv) {
 #ifdef MEMPLAN_BENCH_WITH_JSON
   if (want("exports")) real_exports();
   if (want("cut")) cut_bounds();
+  if (want("recompute")) recompute_plans();
 #else
-  if (want("exports") || want("cut")) std::cout << "\n(exports, cut: built without memplan::json)\n";
+  if (want("exports") || want("cut") || want("recompute")) std::cout << "\n(exports, cut, recompute: built without memplan::json)\n";
 #endif
   if (want("synthetic")) synthetic(sizes);
   if (want("model_like")) model_like();
