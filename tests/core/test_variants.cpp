@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -217,7 +218,7 @@ TEST_CASE("relax_variants: what every alternative reads, what each reads beyond,
   CHECK(names(r.alternatives[at(bw)][1]) == std::vector<std::string>{"y"});  // output_activated
   CHECK(q.cost(bw) == 1.0);
   // The clone goes when relu6_bw takes its variant: in the relaxation it reads nothing, costs nothing,
-  // and its output takes no bytes.
+  // and its output takes no bytes; what it has where a choice keeps it is kept beside (go_*).
   const auto clone = *p.find_op("clone");
   CHECK(r.may_go[at(clone)] == 1);
   CHECK(std::count(r.may_go.begin(), r.may_go.end(), std::uint8_t{1}) == 1);
@@ -225,6 +226,12 @@ TEST_CASE("relax_variants: what every alternative reads, what each reads beyond,
   CHECK(q.cost(clone) == 0.0);
   CHECK(q.bytes(*p.find_tensor("c")) == 0);
   CHECK(q.bytes(*p.find_tensor("y")) == 100);
+  CHECK(names(r.go_reads[at(clone)]) == std::vector<std::string>{"a"});
+  CHECK(r.go_cost[at(clone)] == 0.5);
+  CHECK(r.go_bytes[static_cast<std::size_t>(*p.find_tensor("c"))] == 100);
+  for (op_id o = 0; o < p.num_ops(); ++o)
+    if (o != clone) CHECK((r.go_reads[at(o)].empty() && r.go_cost[at(o)] == 0.0));
+  CHECK(std::accumulate(r.go_bytes.begin(), r.go_bytes.end(), std::int64_t{0}) == 100);
   // Every op at its costliest alternative: the own costs (18.5) with relu6_bw at 1.5.
   CHECK(r.compute_cost_max == doctest::Approx(19.0));
   for (op_id o = 0; o < p.num_ops(); ++o)
@@ -242,6 +249,8 @@ TEST_CASE("relax_variants: what every alternative reads, what each reads beyond,
       own += g.cost(o);
       if (rg.may_go[at(o)]) {
         CHECK(rg.relaxed.inputs(o).empty());
+        for (auto t : rg.go_reads[at(o)]) CHECK(std::find(g.inputs(o).begin(), g.inputs(o).end(), t) != g.inputs(o).end());
+        for (auto t : g.outputs(o)) CHECK(rg.go_bytes[static_cast<std::size_t>(t)] == g.bytes(t));
         continue;
       }
       const auto in = rg.relaxed.inputs(o);

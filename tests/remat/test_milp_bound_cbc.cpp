@@ -275,13 +275,17 @@ TEST_CASE("recompute_bound_milp_any_variants never exceeds the least brute-force
   CHECK(above_core > 0);
 }
 
-TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: the clone its variant removes holds nothing in the bound") {
-  // relu6_bw reads a clone of the activation's input, or (its variant) the activation's output, which
-  // the convolution saves anyway, and then the clone goes. The brute force over both choices and every
-  // order of each, at budgets from the least peak either choice reaches to the peak without
-  // recomputation: the variant's plans recompute nothing there, below the plain any-order bound (1.5),
-  // and the bound over the variants, where the clone reads nothing and holds nothing, is 0.
-  const auto p = testing::relu6_block();
+namespace {
+// The ReLU6 block of tests/core/random_variants.hpp, its variant reading `variant_input`: at each budget
+// of the sweep from the least peak either choice reaches to the peak without recomputation, the least
+// brute-force recompute cost over both choices and every order of each (and with the variant alone),
+// and the two any-order bounds.
+struct relu6_budget {
+  std::int64_t budget;
+  double least, least_with, variant_bound, plain_bound;
+};
+std::vector<relu6_budget> relu6_sweep(const char* variant_input) {
+  const auto p = testing::relu6_block(1.0, variant_input);
   const auto with = apply_variants(p, std::vector<variant_choice>{{"relu6_bw", "output_activated"}});
   std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
   for (const auto* q : {&p, &with}) {
@@ -289,7 +293,7 @@ TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: the clone its var
     lo = std::min(lo, testing::remat_min_peak(*q, tl, testing::remat_plans::any).peak);
     hi = std::max(hi, tl.peak);
   }
-  int budgets = 0, beaten = 0;
+  std::vector<relu6_budget> out;
   for (const auto b : testing::budget_sweep(lo, hi)) {
     double least = std::numeric_limits<double>::infinity(), least_with = least;
     for (const auto* q : {&p, &with})
@@ -302,14 +306,43 @@ TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: the clone its var
     if (least == std::numeric_limits<double>::infinity()) continue;
     const auto var = remat::recompute_bound_milp_any_variants(p, b, solver::cbc{}, {.time_limit_s = 60});
     const auto plain = remat::recompute_bound_milp_any_order(p, b, solver::cbc{}, {.time_limit_s = 60});
-    INFO("budget " << b << ": least optimum " << least << " (with the variant " << least_with << "), variant bound " << var.cost
-                    << ", plain any-order bound " << plain.cost);
+    INFO("variant reads " << variant_input << ", budget " << b << ": least optimum " << least << " (with the variant " << least_with
+                          << "), variant bound " << var.cost << ", plain any-order bound " << plain.cost);
     CHECK(var.complete());
     CHECK(var.cost <= least + 1e-9);
-    beaten += least_with < plain.cost - 1e-9;
-    ++budgets;
+    out.push_back({b, least, least_with, var.cost, plain.cost});
   }
-  MESSAGE(budgets << " budgets: the variant's plans recompute less than the plain any-order bound at " << beaten);
-  CHECK(budgets > 0);
-  CHECK(beaten == budgets);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: where the variant is taken, the clone it removes does not run") {
+  // relu6_bw reads a clone of the activation's input, or (its variant) the activation's output, which
+  // the convolution saves anyway, and then the clone goes. The variant's plans recompute nothing at
+  // every budget of the sweep, below the plain any-order bound (1.5), and so does the bound over the
+  // variants (0): it may take the variant, and then the clone neither runs nor holds anything.
+  const auto sweep = relu6_sweep("y");
+  int beaten = 0;
+  for (const auto& r : sweep) {
+    beaten += r.least_with < r.plain_bound - 1e-9;
+    CHECK(r.variant_bound == 0.0);
+  }
+  MESSAGE(sweep.size() << " budgets: the variant's plans recompute less than the plain any-order bound at " << beaten);
+  CHECK(!sweep.empty());
+  CHECK(beaten == static_cast<int>(sweep.size()));
+}
+
+TEST_CASE("recompute_bound_milp_any_variants on a ReLU6 block: where the clone is kept, it holds its bytes and costs its rerun") {
+  // The variant reads the convolution's output z instead, which then stays until the backward of the
+  // activation: below the peak both choices recompute (least 1.5; with the variant 4). A bound that
+  // gave the clone 0 bytes and its rerun 0 cost whatever the choice (stop 42's) found 0 at these
+  // budgets; with the clone's own bytes, reads and cost where the choice runs it (r, y), it is 1.
+  const auto sweep = relu6_sweep("z");
+  int positive = 0;
+  for (const auto& r : sweep) {
+    positive += r.least > 0;
+    if (r.least > 0) CHECK(r.variant_bound >= 1.0 - 1e-9);
+  }
+  MESSAGE(sweep.size() << " budgets, " << positive << " where every plan recomputes");
+  CHECK(positive > 0);
 }

@@ -341,10 +341,16 @@ inline variant_rewrite choose_variants(const problem& p, variant_rule rule = var
 // rewrite removed run first: they need nothing and hold nothing), is a plan of it in every order the
 // rewrite runs, recomputing no more (by relaxed's costs) and holding no more bytes at any step; a bound
 // that also asks each op's chosen alternative's reads to be there is still a bound for every choice.
+// What such an op has where a choice keeps it (its reads, cost, output bytes) is kept beside (go_*):
+// the 0-1 bound charges them where its variables say the op runs.
 struct variant_relaxation {
   problem relaxed;
   std::vector<std::vector<std::vector<tensor_id>>> alternatives;  // per op, per alternative: reads beyond relaxed's
   std::vector<std::uint8_t> may_go;                               // per op
+  std::vector<std::vector<tensor_id>> go_reads;  // per op: for a may_go op, what it reads in every choice that runs it
+  std::vector<double> go_cost;                   // per op: for a may_go op, its least cost on relaxed's scale (1 when
+                                                 // relaxed has no costs and p none either; 0 when only p has them)
+  std::vector<std::int64_t> go_bytes;            // per tensor: for an output of a may_go op, its bytes in p (else 0)
   double compute_cost_max = 0.0;  // sum over ops of the largest cost among its own and its variants' (1 per
                                   // op when the graph has no costs): at least every rewrite's compute cost
                                   // (a graph without costs counts reruns; variants with costs there would
@@ -357,6 +363,9 @@ inline variant_relaxation relax_variants(const problem& p) {
   variant_relaxation r;
   r.alternatives.resize(no);
   r.may_go.assign(no, 0);
+  r.go_reads.resize(no);
+  r.go_cost.assign(no, 0.0);
+  r.go_bytes.assign(nt, 0);
   std::vector<std::vector<tensor_id>> shared(no);
   bool costed = false;
   for (op_id o = 0; o < p.num_ops() && !costed; ++o) costed = p.cost(o) > 0;
@@ -403,13 +412,16 @@ inline variant_relaxation relax_variants(const problem& p) {
     r.may_go[i] = 1;
     for (auto t : shared[i])
       if (--readers[static_cast<std::size_t>(t)] == 0 && p.producer(t) != no_id) work.push_back(p.producer(t));
+    r.go_reads[i] = std::move(shared[i]);
     shared[i].clear();
     r.alternatives[i].clear();
   }
   std::vector<std::int64_t> bytes(nt);
   for (tensor_id t = 0; t < p.num_tensors(); ++t) {
     const auto a = p.producer(t);
-    bytes[static_cast<std::size_t>(t)] = a != no_id && r.may_go[static_cast<std::size_t>(a)] ? 0 : p.bytes(t);
+    const bool gone = a != no_id && r.may_go[static_cast<std::size_t>(a)];
+    bytes[static_cast<std::size_t>(t)] = gone ? 0 : p.bytes(t);
+    if (gone) r.go_bytes[static_cast<std::size_t>(t)] = p.bytes(t);
   }
   r.relaxed = with_ops(
       p,
@@ -427,6 +439,15 @@ inline variant_relaxation relax_variants(const problem& p) {
         }
       },
       {}, bytes);
+  bool relaxed_costed = false;
+  for (op_id o = 0; o < r.relaxed.num_ops() && !relaxed_costed; ++o) relaxed_costed = r.relaxed.cost(o) > 0;
+  for (op_id o = 0; o < p.num_ops(); ++o) {
+    if (!r.may_go[static_cast<std::size_t>(o)]) continue;
+    double least = p.cost(o);
+    for (const auto& im : p.implementations(o)) least = std::min(least, im.cost);
+    for (const auto& v : p.variants(o)) least = std::min(least, v.cost);
+    r.go_cost[static_cast<std::size_t>(o)] = relaxed_costed ? least : costed ? 0.0 : 1.0;
+  }
   return r;
 }
 

@@ -83,10 +83,11 @@ inline std::int64_t milp_bound_add(std::int64_t a, std::int64_t b) {
 // scale the solver's tolerances suit), and folds the program's proven bound into `out`.
 template <class Backend>
 void milp_bound_solve(recompute_milp_bound& out, solver::model& m, const std::vector<solver::var>& xs, const std::vector<op_id>& x_op,
-                      const memplan::detail::recompute_bound_tables& tb, const Backend& backend, double limit, op_id v) {
+                      std::span<const double> op_cost, const memplan::detail::recompute_bound_tables& tb, const Backend& backend, double limit,
+                      op_id v) {
   solver::expr objective;
   for (std::size_t i = 0; i < xs.size(); ++i)
-    objective += solver::expr(xs[i], 100.0 * tb.op_cost[static_cast<std::size_t>(x_op[i])] / tb.compute_cost);
+    objective += solver::expr(xs[i], 100.0 * op_cost[static_cast<std::size_t>(x_op[i])] / tb.compute_cost);
   m.minimize(objective);
   const auto sol = backend.solve(m, {.time_limit = limit, .relative_gap = 1e-6});
   ++out.ops_examined;
@@ -111,21 +112,40 @@ void milp_bound_solve(recompute_milp_bound& out, solver::model& m, const std::ve
 // by a and read by c (or live to the end) crosses v when b_a = 1 and b_c = 0, so k_t + x_a >= b_a - b_c,
 // and an op runs again after v only if it ran before (x_w <= b_w).
 //
-// With `alternatives` (relax_variants's, p its relaxed problem), an op with variants also reads what its
-// chosen alternative reads beyond p's inputs: a 0-1 y per alternative, one chosen, and each such read
-// counts where its alternative is chosen (the constraints above, less y - 1 on their right-hand side).
+// With `vr` (relax_variants's, p its relaxed problem), an op with variants also reads what its chosen
+// alternative reads beyond p's inputs: a 0-1 y per alternative, one chosen, and each such read counts
+// where its alternative is chosen (the constraints above, less y - 1 on their right-hand side), after
+// its producer (b_a >= b_c + y - 1). An op a choice may remove (vr->may_go) reads nothing, costs nothing
+// and holds nothing in p; here it has a 0-1 r_d, 1 when the choice runs it (r_d >= y for each
+// alternative reading its outputs, r_d >= r_e for each such op e reading them), and where it runs it has
+// its own reads, cost and output bytes (vr->go_*): before v only if r_d (b_d <= r_d), after its inputs'
+// producers (b_a >= b_d), and its inputs produced before v cross v when it first runs after v
+// (k_u + x_a >= b_a + r_d - b_d - 1).
 struct milp_bound_program {
   const problem& p;
   const memplan::detail::recompute_bound_tables& tb;
+  const variant_relaxation* vr;
   std::span<const std::vector<std::vector<tensor_id>>> alts;             // per op, per alternative (empty: none)
   std::vector<std::vector<tensor_id>> reads;                            // per op: what it reads (required_tensors)
   std::vector<std::vector<op_id>> readers;                              // per tensor: the ops that read it
   std::vector<std::vector<std::pair<op_id, std::int32_t>>> alt_readers;  // per tensor: (op, alternative) reading it beyond reads
-  std::vector<std::int32_t> k_of, x_of, b_of, y_of;                     // scratch: variable slots per tensor / op
+  std::vector<double> cost;                                             // per op: tb's least cost, a may_go op's own
+  std::vector<std::int64_t> bytes;                                      // per storage: p's, a may_go op's output's own
+  std::vector<std::int32_t> k_of, x_of, b_of, y_of, r_of;               // scratch: variable slots per tensor / op
 
-  milp_bound_program(const problem& pr, const memplan::detail::recompute_bound_tables& t,
-                     std::span<const std::vector<std::vector<tensor_id>>> alternatives = {})
-      : p(pr), tb(t), alts(alternatives) {
+  milp_bound_program(const problem& pr, const memplan::detail::recompute_bound_tables& t, const variant_relaxation* relaxation = nullptr)
+      : p(pr), tb(t), vr(relaxation), cost(t.op_cost) {
+    if (vr) alts = vr->alternatives;
+    bytes.resize(static_cast<std::size_t>(p.num_storages()));
+    for (storage_id s = 0; s < p.num_storages(); ++s) bytes[static_cast<std::size_t>(s)] = p.storage_bytes(s);
+    if (vr) {
+      for (op_id o = 0; o < p.num_ops(); ++o)
+        if (goes(o)) cost[static_cast<std::size_t>(o)] = vr->go_cost[static_cast<std::size_t>(o)];
+      for (tensor_id t = 0; t < p.num_tensors(); ++t) {
+        auto& by = bytes[static_cast<std::size_t>(p.storage_of(t))];
+        by = std::max(by, vr->go_bytes[static_cast<std::size_t>(t)]);
+      }
+    }
     reads.resize(static_cast<std::size_t>(p.num_ops()));
     readers.resize(static_cast<std::size_t>(p.num_tensors()));
     alt_readers.resize(static_cast<std::size_t>(p.num_tensors()));
@@ -141,6 +161,7 @@ struct milp_bound_program {
     if (static_cast<std::size_t>(o) >= alts.size()) return {};
     return alts[static_cast<std::size_t>(o)];
   }
+  [[nodiscard]] bool goes(op_id o) const { return vr && o != no_id && vr->may_go[static_cast<std::size_t>(o)]; }
 
   template <class Backend>
   void solve_at(recompute_milp_bound& out, op_id v, std::span<const std::int8_t> before, std::int64_t budget, const Backend& backend,
@@ -152,7 +173,7 @@ struct milp_bound_program {
       const auto s = p.storage_of(t);
       if (p.inplace_of(t) != no_id || p.resident(s) || std::find(new_out.begin(), new_out.end(), s) != new_out.end()) continue;
       new_out.push_back(s);
-      fixed = milp_bound_add(fixed, p.storage_bytes(s));
+      fixed = milp_bound_add(fixed, bytes[static_cast<std::size_t>(s)]);
     }
     fixed = milp_bound_add(fixed, min_workspace(p, v));
     if (fixed >= budget) return;  // core/recompute_bound.hpp's bounds already say no plan fits here
@@ -162,9 +183,10 @@ struct milp_bound_program {
     x_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
     b_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
     y_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
-    std::vector<solver::var> ks, xs, bs, ys;
+    r_of.assign(static_cast<std::size_t>(p.num_ops()), -1);
+    std::vector<solver::var> ks, xs, bs, ys, rs;
     std::vector<tensor_id> k_tensor;
-    std::vector<op_id> x_op, b_op, work;
+    std::vector<op_id> x_op, b_op, work, go_work;
     const auto at = [&](op_id o) { return before[static_cast<std::size_t>(o)]; };
     // b_o as an expression: a constant when the order fixes it.
     const auto b = [&](op_id o) -> solver::expr {
@@ -200,23 +222,45 @@ struct milp_bound_program {
       }
       return solver::expr(xs[static_cast<std::size_t>(slot)]);
     };
-    // y: op c runs its alternative j (the op's alternatives get their variables together, one chosen).
+    // r_d: the choice runs op d, one a choice may remove (its reads and bounds: go_work, below).
+    const auto r = [&](op_id d) {
+      auto& slot = r_of[static_cast<std::size_t>(d)];
+      if (slot < 0) {
+        slot = static_cast<std::int32_t>(rs.size());
+        rs.push_back(m.add_binary());
+        go_work.push_back(d);
+      }
+      return solver::expr(rs[static_cast<std::size_t>(slot)]);
+    };
+    // y: op c runs its alternative j (the op's alternatives get their variables together, one chosen),
+    // which runs the producers of what it reads, before c.
     const auto y = [&](op_id c, std::int32_t j) {
       auto& slot = y_of[static_cast<std::size_t>(c)];
       if (slot < 0) {
-        slot = static_cast<std::int32_t>(ys.size());
+        const auto first = static_cast<std::int32_t>(ys.size());
+        slot = first;
         solver::expr one;
         for (std::size_t i = 0; i < alternatives_of(c).size(); ++i) {
           ys.push_back(m.add_binary());
           one += solver::expr(ys.back());
         }
         m.add_eq(one, 1.0);
+        for (std::size_t i = 0; i < alternatives_of(c).size(); ++i)
+          for (auto t : alternatives_of(c)[i]) {
+            const auto a = p.producer(t);
+            if (a == no_id) continue;
+            const solver::expr yi(ys[static_cast<std::size_t>(first) + i]);
+            if (goes(a)) m.add_ge(r(a) - yi, 0.0);
+            if (at(a) == 1 || (c != v && at(c) == 0)) continue;  // a surely before v, or c surely not
+            const auto ba = b(a);
+            m.add_ge(ba - (c == v ? solver::expr(1.0) : b(c)) - yi, -1.0);
+          }
       }
       return solver::expr(ys[static_cast<std::size_t>(slot + j)]);
     };
     const auto free_of_charge = [&](tensor_id t) {
       const auto s = p.storage_of(t);
-      return p.resident(s) || p.storage_bytes(s) == 0;
+      return p.resident(s) || bytes[static_cast<std::size_t>(s)] == 0;
     };
     for (auto t : reads[static_cast<std::size_t>(v)])
       if (!free_of_charge(t)) m.fix(k(t), 1.0);
@@ -265,11 +309,45 @@ struct milp_bound_program {
           m.add_ge(solver::expr(kt) + xa - ba + bc - y(c, j), -1.0);
         }
     }
-    // Every input of an op that runs again: there at v, or its producer runs again too.
-    while (!work.empty()) {
+    // Every input of an op that runs again: there at v, or its producer runs again too. And each op
+    // a choice may remove, where it runs (r_d; the header of this struct).
+    while (!work.empty() || !go_work.empty()) {
+      if (work.empty()) {
+        const auto d = go_work.back();
+        go_work.pop_back();
+        const auto rd = r(d);
+        const auto bd = b(d);
+        m.add_ge(rd - bd, 0.0);
+        for (auto u : vr->go_reads[static_cast<std::size_t>(d)]) {
+          const auto a = p.producer(u);
+          if (goes(a)) {
+            const auto ra = r(a);
+            m.add_ge(ra - rd, 0.0);
+          }
+          if (a != no_id && at(a) != 1) {
+            const auto ba = b(a);
+            m.add_ge(ba - bd, 0.0);
+          }
+          if (free_of_charge(u) || a == v || (a != no_id && at(a) == 0)) continue;  // not produced before v
+          const auto ku = k(u);
+          const auto xa = x(a);
+          const auto ba = b(a);
+          m.add_ge(solver::expr(ku) + xa - ba - rd + bd, -1.0);
+        }
+        continue;
+      }
       const auto w = work.back();
       work.pop_back();
       const auto xw = xs[static_cast<std::size_t>(x_of[static_cast<std::size_t>(w)])];
+      if (goes(w)) {
+        const auto rw = r(w);
+        m.add_ge(rw - solver::expr(xw), 0.0);
+        for (auto u : vr->go_reads[static_cast<std::size_t>(w)])
+          if (!free_of_charge(u)) {
+            const auto ku = k(u);
+            m.add_ge(solver::expr(ku) + x(p.producer(u)) - solver::expr(xw), 0.0);
+          }
+      }
       for (auto u : reads[static_cast<std::size_t>(w)])
         if (!free_of_charge(u)) {
           const auto ku = k(u);
@@ -311,10 +389,10 @@ struct milp_bound_program {
         one += solver::expr(ks[static_cast<std::size_t>(i)]);
       }
       if (vs.size() > 1) m.add_le(one, 1.0);
-      memory += solver::expr(y, static_cast<double>(p.storage_bytes(s)) / room);
+      memory += solver::expr(y, static_cast<double>(bytes[static_cast<std::size_t>(s)]) / room);
     }
     m.add_le(memory, 1.0);
-    milp_bound_solve(out, m, xs, x_op, tb, backend, limit, v);
+    milp_bound_solve(out, m, xs, x_op, cost, tb, backend, limit, v);
   }
 };
 
@@ -410,7 +488,7 @@ recompute_milp_bound milp_bound_any_order(const problem& p, std::int64_t budget,
   }
   if (opt.max_ops >= 0 && ops.size() > static_cast<std::size_t>(opt.max_ops)) ops.resize(static_cast<std::size_t>(opt.max_ops));
   const auto clock = deadline::after(opt.time_limit_s);
-  milp_bound_program prog(p, tb, vr ? std::span<const std::vector<std::vector<tensor_id>>>(vr->alternatives) : std::span<const std::vector<std::vector<tensor_id>>>{});
+  milp_bound_program prog(p, tb, vr);
   std::vector<std::int8_t> before(no);
   std::vector<op_id> stack;
   for (const auto v : ops) {
