@@ -188,50 +188,35 @@ struct milp_bound_program {
     std::vector<tensor_id> k_tensor;
     std::vector<op_id> x_op, b_op, work, go_work;
     const auto at = [&](op_id o) { return before[static_cast<std::size_t>(o)]; };
+    // The variable of an op or tensor i among `vars` (slots[i]: its index there), made on first use,
+    // when `made(i)` records it.
+    const auto binary = [&](std::vector<std::int32_t>& slots, std::vector<solver::var>& vars, std::int32_t i, const auto& made) {
+      auto& slot = slots[static_cast<std::size_t>(i)];
+      if (slot < 0) {
+        slot = static_cast<std::int32_t>(vars.size());
+        vars.push_back(m.add_binary());
+        made(i);
+      }
+      return vars[static_cast<std::size_t>(slot)];
+    };
     // b_o as an expression: a constant when the order fixes it.
     const auto b = [&](op_id o) -> solver::expr {
       if (o == no_id) return solver::expr(1.0);  // what nothing produces exists from the start
       if (at(o) >= 0) return solver::expr(static_cast<double>(at(o)));
-      auto& slot = b_of[static_cast<std::size_t>(o)];
-      if (slot < 0) {
-        slot = static_cast<std::int32_t>(bs.size());
-        bs.push_back(m.add_binary());
-        b_op.push_back(o);
-      }
-      return solver::expr(bs[static_cast<std::size_t>(slot)]);
+      return solver::expr(binary(b_of, bs, o, [&](op_id i) { b_op.push_back(i); }));
     };
-    const auto k = [&](tensor_id t) {
-      auto& slot = k_of[static_cast<std::size_t>(t)];
-      if (slot < 0) {
-        slot = static_cast<std::int32_t>(ks.size());
-        ks.push_back(m.add_binary());
-        k_tensor.push_back(t);
-      }
-      return ks[static_cast<std::size_t>(slot)];
-    };
+    const auto k = [&](tensor_id t) { return binary(k_of, ks, t, [&](tensor_id i) { k_tensor.push_back(i); }); };
     // x_o, or nothing (a constant 0) for an op that cannot run again after v.
     const auto x = [&](op_id o) -> solver::expr {
       if (o == no_id || at(o) == 0 || !p.recomputable(o)) return {};
-      auto& slot = x_of[static_cast<std::size_t>(o)];
-      if (slot < 0) {
-        slot = static_cast<std::int32_t>(xs.size());
-        xs.push_back(m.add_binary());
-        x_op.push_back(o);
-        work.push_back(o);
-        if (at(o) < 0) m.add_ge(b(o) - solver::expr(xs.back()), 0.0);  // it ran before v
-      }
-      return solver::expr(xs[static_cast<std::size_t>(slot)]);
+      return solver::expr(binary(x_of, xs, o, [&](op_id i) {
+        x_op.push_back(i);
+        work.push_back(i);
+        if (at(i) < 0) m.add_ge(b(i) - solver::expr(xs.back()), 0.0);  // it ran before v
+      }));
     };
     // r_d: the choice runs op d, one a choice may remove (its reads and bounds: go_work, below).
-    const auto r = [&](op_id d) {
-      auto& slot = r_of[static_cast<std::size_t>(d)];
-      if (slot < 0) {
-        slot = static_cast<std::int32_t>(rs.size());
-        rs.push_back(m.add_binary());
-        go_work.push_back(d);
-      }
-      return solver::expr(rs[static_cast<std::size_t>(slot)]);
-    };
+    const auto r = [&](op_id d) { return solver::expr(binary(r_of, rs, d, [&](op_id i) { go_work.push_back(i); })); };
     // y: op c runs its alternative j (the op's alternatives get their variables together, one chosen),
     // which runs the producers of what it reads, before c.
     const auto y = [&](op_id c, std::int32_t j) {
