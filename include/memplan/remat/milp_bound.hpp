@@ -327,13 +327,8 @@ struct milp_bound_program {
       if (goes(w)) {
         const auto rw = r(w);
         m.add_ge(rw - solver::expr(xw), 0.0);
-        for (auto u : vr->go_reads[static_cast<std::size_t>(w)])
-          if (!free_of_charge(u)) {
-            const auto ku = k(u);
-            m.add_ge(solver::expr(ku) + x(p.producer(u)) - solver::expr(xw), 0.0);
-          }
       }
-      for (auto u : reads[static_cast<std::size_t>(w)])
+      for (auto u : goes(w) ? vr->go_reads[static_cast<std::size_t>(w)] : reads[static_cast<std::size_t>(w)])  // (in p a removable op reads nothing)
         if (!free_of_charge(u)) {
           const auto ku = k(u);
           m.add_ge(solver::expr(ku) + x(p.producer(u)) - solver::expr(xw), 0.0);
