@@ -9,7 +9,8 @@
 //  * exports:    every bundled real export planned with the CLI's defaults (fragmentation, plan time);
 //  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
 //  * recompute:  the buffers of recompute plans (Inception-v3 at batch 32, the default checkpointer at
-//                1,570,000,000 B, with and without its concatenation variants) by each pass and default;
+//                1,570,000,000 B, with and without its concatenation variants) by each pass and default,
+//                timed and with --deterministic's node budget (the latter about a minute or two on the set with variants);
 //  * synthetic, model_like: per-placer tables on DNN-like lists (the older sections).
 // Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]
 // (exports, cut and recompute need memplan::json; all timings are wall clock on the machine it runs on, with CPU
@@ -382,8 +383,9 @@ void real_exports() {
 // the variants, long-lived concatenations begin among the rebuilt buffers of the backward pass.
 void recompute_plans() {
   std::cout << "\n## Buffers of recompute plans (Inception-v3, batch 32, default checkpointer at 1,570,000,000 B): % above max load\n\n"
-               "| graph | buffers | max load (B) | greedy_by_breadth | best_fit | first fit by allocation | greedy_by_size | pyramid | default (0.8 s) | default s |\n"
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+               "| graph | buffers | max load (B) | greedy_by_breadth | best_fit | first fit by allocation | greedy_by_size | pyramid | default (0.8 s) | default s "
+               "| default, 200,000 nodes (--deterministic) | its s |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   const auto file = std::filesystem::path(MEMPLAN_SOURCE_DIR) / "data" / "models" / "inception_v3-train-b32.json.gz";
   if (!std::filesystem::exists(file)) {
     std::cout << "(" << file.string() << " not found)\n";
@@ -407,10 +409,15 @@ void recompute_plans() {
     const auto t0 = clock_type::now();
     const auto d = default_placer{}.place(bp);
     const double ds = seconds_since(t0);
-    std::printf("| %s | %zu | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+    plan_context deterministic;
+    deterministic.deterministic = true;  // the search stops on default_placer::deterministic_node_limit nodes, not the clock
+    const auto t1 = clock_type::now();
+    const auto dd = default_placer{}.place(bp, deterministic);
+    const double dds = seconds_since(t1);
+    std::printf("| %s | %zu | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n",
                 with_variants ? ("with its " + std::to_string(rw.taken.size()) + " variants").c_str() : "as traced", bp.buffers.size(),
                 static_cast<long long>(lb), pass(greedy_by_breadth{}), pass(best_fit{}), pass(place::detail::first_fit_by_allocation{}),
-                pass(greedy_by_size{}), pass(pyramid{}), above(d.arena), ds);
+                pass(greedy_by_size{}), pass(pyramid{}), above(d.arena), ds, above(dd.arena), dds);
     std::fflush(stdout);
   }
 }
