@@ -47,8 +47,9 @@ TEST_CASE("recomputation: MLP, CNN and transformer train under recompute plans b
     const char* const names[] = {"default", "greedy", "chen_sqrt", "chen_budget", "revolve", "chain_dp"};
     for (std::size_t bi = 0; bi < std::size(budgets); ++bi) {
       for (std::size_t ci = 0; ci < std::size(names); ++ci) {
-        // Under the sanitizer each checkpointer trains at two of the four budgets of every model.
-        if (testing::sanitizer_skips(bi, ci)) continue;
+        // Under the sanitizer each checkpointer trains at one of the four budgets of every model, a
+        // different one per checkpointer (every budget is met by one or two of them).
+        if (testing::sanitizer_skips(bi, ci, std::size(budgets))) continue;
         const auto budget = budgets[bi];
         const char* const name = names[ci];
         CAPTURE(c.name);

@@ -106,7 +106,7 @@ TEST_CASE("recompute_bound_milp charges a rebuild's inputs that are gone too") {
 
 TEST_CASE("training DAGs: the default checkpointer's plans recompute at least recompute_bound_milp of their order") {
   int tighter = 0;
-  const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(3));
+  const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(6));
   const int plans = testing::for_each_training_plan(stride, [&](const problem& p, const memory_plan& mp, std::int64_t budget, double spent) {
     const auto m = remat::recompute_bound_milp(p, mp.order(), budget, solver::cbc{});
     const auto in = recompute_bound_in_order(p, mp.order(), budget);
@@ -114,7 +114,7 @@ TEST_CASE("training DAGs: the default checkpointer's plans recompute at least re
     tighter += m.cost > in.cost * (1 + 1e-9) + 1e-12;
   });
   MESSAGE(plans << " plans checked against the 0-1 bound of their order, above core's bound on " << tighter);
-  CHECK(plans > 60 / testing::sanitizer_stride(3));
+  CHECK(plans > 60 / testing::sanitizer_stride(6));
 }
 
 TEST_CASE("recompute_bound_milp without a backend or without time claims no more than core's in-order bound") {
@@ -188,7 +188,7 @@ TEST_CASE("recompute_bound_milp_any_order never exceeds the least brute-force op
 
 TEST_CASE("training DAGs: plans over several orders recompute at least recompute_bound_milp_any_order") {
   // The default checkpointer over the given order (the sweep's plans), and over depth_first's order.
-  const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(3));
+  const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(6));
   const int plans = testing::for_each_training_plan(stride, [&](const problem& p, const memory_plan&, std::int64_t budget, double spent) {
     const auto any = remat::recompute_bound_milp_any_order(p, budget, solver::cbc{});
     CHECK(any.cost <= spent * (1 + 1e-9) + 1e-9);
@@ -203,7 +203,7 @@ TEST_CASE("training DAGs: plans over several orders recompute at least recompute
       CHECK((e.code() == errc::infeasible || e.code() == errc::limit_exceeded));
     }
   });
-  CHECK(plans > 60 / testing::sanitizer_stride(3));
+  CHECK(plans > 60 / testing::sanitizer_stride(6));
 }
 
 TEST_CASE("recompute_bound_milp_any_order: a bound passed in must be core's any-order one of this problem") {
