@@ -156,7 +156,7 @@ TEST_CASE("a fixed order's bound charges the producer of an input destroyed in p
 }
 
 TEST_CASE("training DAGs: the default checkpointer's plans recompute at least their order's bound and the any-order one") {
-  // Under the sanitizer every third plan of the sweep (the same code on fewer instances).
+  // Under the sanitizer every third training graph of the sweep (the same code on fewer instances).
   const auto stride = static_cast<std::uint64_t>(testing::sanitizer_stride(3));
   const int plans = testing::for_each_training_plan(stride, [](const problem& p, const memory_plan& mp, std::int64_t budget, double spent) {
     const auto in = recompute_bound_in_order(p, mp.order(), budget);
