@@ -3,7 +3,8 @@
 # tests), configure, build, and run ctest for two builds:
 #   default   g++ 12 Release (-O2): every test not labelled slow or gpu, the examples and header
 #             self-containment checks compiled; here only the benchmarks that a smoke test runs, at -O0
-#             (MEMPLAN_BENCH_SMOKE_ONLY, MEMPLAN_BENCH_OPTIMIZE: they say so when run);
+#             (MEMPLAN_BENCH_SMOKE_ONLY, MEMPLAN_BENCH_OPTIMIZE: they say so when run), the CLI at the
+#             tests' -O1 (MEMPLAN_APPS_OPTIMIZE);
 #   sanitize  clang++ 14 with ASan + UBSan at -O1, asserts on: the unit tests, a 10 s libFuzzer smoke run
 #             per fuzz target (label fuzz), and determinism.cross_build (this build's CLI against the
 #             default build's, byte for byte).
@@ -28,7 +29,7 @@ for preset in "${presets[@]}"; do
   echo "== memplan: build and test preset '$preset' ($(( $(date +%s) - start )) s so far)"
   t0=$(date +%s)
   extra=()
-  [ "$preset" = default ] && extra+=(-DMEMPLAN_BENCH_OPTIMIZE=-O0 -DMEMPLAN_BENCH_SMOKE_ONLY=ON)
+  [ "$preset" = default ] && extra+=(-DMEMPLAN_BENCH_OPTIMIZE=-O0 -DMEMPLAN_BENCH_SMOKE_ONLY=ON -DMEMPLAN_APPS_OPTIMIZE=-O1)
   tools/bootstrap.sh "$preset" --no-install "${extra[@]}"
   if [ "$rest_done" = 0 ]; then
     status=0
