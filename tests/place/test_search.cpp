@@ -62,6 +62,25 @@ buffer_problem micro_batches(int copies, std::uint64_t seed) {
   return p;
 }
 
+// The same, every micro-batch with its sizes scaled by its own factor in [0.90, 1.10] (sequence
+// lengths that differ): no two pieces are alike, all have the same lifetimes.
+buffer_problem jittered_micro_batches(int copies, std::uint64_t seed) {
+  const auto one = random_instance(seed, {.buffers = 60, .steps = 20, .max_size = 500});
+  buffer_problem p;
+  p.buffers.push_back({0, 20 * copies, 64});
+  std::mt19937_64 g(seed);
+  for (int c = 0; c < copies; ++c) {
+    const auto f = 90 + static_cast<std::int64_t>(g() % 21);
+    for (auto b : one.buffers) {
+      b.lower += 20 * c;
+      b.upper += 20 * c;
+      b.size = b.size * f / 100;
+      p.buffers.push_back(b);
+    }
+  }
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("occupancy index: greedy gap search equals the naive one") {
@@ -273,6 +292,21 @@ TEST_CASE("time decomposition: micro-batches above the weights, repeated pieces 
   pinned.buffers[0].fixed_offset = 4096;
   CHECK(place::detail::split_in_time(pinned).pieces.empty());
   CHECK(!check(pinned, default_placer{}.place(pinned)));
+}
+
+TEST_CASE("time decomposition: pieces with the same lifetimes take a searched member's layout") {
+  // Seed 28: 8 micro-batches, 8 distinct pieces in one family of lifetimes; the searched piece's layout
+  // (its buffers by offset, first fit) brings 4 of the others within the target without a search.
+  const auto p = jittered_micro_batches(8, 28);
+  const auto pl = default_placer{.time_limit_s = 1e9, .node_limit = 20000}.place(p);
+  CHECK(!check(p, pl));
+  CHECK(pl.arena == arena_lower_bound(p));
+  CHECK(pl.placer == "default(pieces)");
+  CHECK(pl.note.find("8 distinct in 1 families of lifetimes, 8 of them within the largest piece bound, 4 by another member's layout") !=
+        std::string::npos);
+  // Same lifetimes, other sizes: the layout carried over is valid for any sizes.
+  const auto a = jittered_micro_batches(8, 29);
+  CHECK(!check(a, default_placer{.time_limit_s = 1e9, .node_limit = 500}.place(a)));
 }
 
 TEST_CASE("deadlines cut the work short and the best placement so far is valid") {

@@ -23,6 +23,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memplan/core/context.hpp>
@@ -322,21 +323,53 @@ struct default_placer {
       target = std::max(target, solved[d].lower_bound);
     }
     if (level > 0) target = std::max(target, level - base);  // decision mode: the capacity is enough
+    // Pieces with the same lifetimes and other sizes (micro-batches of different sequence lengths:
+    // jittered sizes) form a family. Once one member has been searched, the others first try its
+    // layout: their buffers in the order of its offsets, each at the lowest gap (first fit), which
+    // keeps its arrangement and shrinks or grows it with the sizes; only if that misses the target
+    // are they searched themselves. The time is shared as if each family had one member to search.
+    using lifetimes = std::vector<std::array<std::int64_t, 3>>;
+    std::map<lifetimes, std::size_t> family_index;
+    std::vector<std::size_t> family(first_of.size());
+    for (std::size_t d = 0; d < first_of.size(); ++d) {
+      const auto start = subs[d].buffers.front().lower;
+      lifetimes key;
+      key.reserve(subs[d].buffers.size());
+      for (const auto& b : subs[d].buffers) key.push_back({b.lower - start, b.upper - start, b.alignment});
+      family[d] = family_index.emplace(std::move(key), family_index.size()).first->second;
+    }
     std::vector<std::size_t> above;
-    std::size_t left = 0;
     for (std::size_t d = 0; d < first_of.size(); ++d)
-      if (solved[d].arena > target) { above.push_back(d); left += subs[d].buffers.size(); }
+      if (solved[d].arena > target) above.push_back(d);
     std::sort(above.begin(), above.end(), [&](std::size_t a, std::size_t b) {
       return solved[a].arena != solved[b].arena ? solved[a].arena > solved[b].arena : a < b;
     });
+    constexpr auto none = std::numeric_limits<std::size_t>::max();
+    std::vector<std::size_t> model(family_index.size(), none), waiting(family_index.size(), 0);  // searched member; size to come
+    std::size_t left = 0;  // buffers still to search: one member per family
+    int reused = 0;        // pieces within the target by a family member's layout
+    for (auto d : above)
+      if (waiting[family[d]] == 0) left += waiting[family[d]] = subs[d].buffers.size();
     for (auto d : above) {
       const auto n = subs[d].buffers.size();
-      const auto share = std::max(0.0, until.seconds_left()) * static_cast<double>(n) / static_cast<double>(left);
-      left -= n;
+      if (const auto m = model[family[d]]; m != none) {
+        auto order = detail::free_buffers(subs[d]);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return solved[m].offsets[a] < solved[m].offsets[b]; });
+        auto offs = detail::place_in_order(subs[d], order, detail::fit::first, {}, &until);
+        if (const auto arena = detail::arena_of(subs[d], offs); arena < solved[d].arena) {
+          solved[d].offsets = std::move(offs);
+          solved[d].arena = arena;
+        }
+        if (solved[d].arena <= target) { ++reused; continue; }
+      }
+      const auto counted = std::exchange(waiting[family[d]], 0);  // this family's share, when it was still to come
+      const auto share = std::max(0.0, until.seconds_left()) * static_cast<double>(n) / static_cast<double>(left - counted + n);
+      left -= counted;
       if (share < 4e-6 * static_cast<double>(n)) continue;  // no time for a search: the greedy pass stays
       auto pl = default_placer{.time_limit_s = share, .node_limit = node_limit, .accept = target, .decompose = false,
                                .order_search_passes = order_search_passes}.place(subs[d]);
       if (pl.arena < solved[d].arena) solved[d] = std::move(pl);
+      if (model[family[d]] == none) model[family[d]] = d;
     }
     for (std::size_t d = 0; d < first_of.size(); ++d) at_bound += solved[d].arena <= target;
     for (std::size_t j = 0; j < tp.pieces.size(); ++j) {
@@ -347,9 +380,10 @@ struct default_placer {
     pl.offsets = std::move(offsets);
     pl.arena = detail::arena_of(p, pl.offsets);
     pl.placer = "pieces";
-    pl.note = std::to_string(tp.pieces.size()) + " pieces in time (" + std::to_string(first_of.size()) + " distinct, " +
-              std::to_string(at_bound) + " of them within the largest piece bound) above " + std::to_string(tp.global.size()) +
-              " global buffers";
+    pl.note = std::to_string(tp.pieces.size()) + " pieces in time (" + std::to_string(first_of.size()) + " distinct in " +
+              std::to_string(family_index.size()) + " families of lifetimes, " + std::to_string(at_bound) +
+              " of them within the largest piece bound, " + std::to_string(reused) + " by another member's layout) above " +
+              std::to_string(tp.global.size()) + " global buffers";
     return pl;
   }
 };
