@@ -293,16 +293,22 @@ TEST_CASE("order search: from the allocation order to the optimum where every gr
   CHECK(r.passes < 1000);  // it stops at the target
   CHECK(!check(p, as_placement(r)));
   // In the default placer (no exact search nodes here, so the order search is what finds it).
-  const auto d = default_placer{.time_limit_s = 1e9, .node_limit = 0, .order_search_passes = 1000}.place(p);
+  // The set falls apart in time; decompose = false keeps it whole (with the pieces, the whole set is
+  // placed after them when they miss the bound).
+  const auto d = default_placer{.time_limit_s = 1e9, .node_limit = 0, .decompose = false, .order_search_passes = 1000}.place(p);
   CHECK(!check(p, d));
   CHECK(d.arena == 36);
   CHECK(d.placer == "default(order_search)");
   CHECK(d.note.find("order_search=36") != std::string::npos);
-  // Decision mode does not run it: the exact search's first fit under the capacity is the answer there.
+  const auto by_pieces = default_placer{.time_limit_s = 1e9, .node_limit = 0, .order_search_passes = 1000}.place(p);
+  CHECK(!check(p, by_pieces));
+  CHECK(by_pieces.arena == 36);
+  // Decision mode leaves it out: there the exact search keeps the whole budget, and a search that
+  // cannot fit the capacity ends in the capacity error.
   auto capped = p;
-  capped.capacity = 41;
-  CHECK(default_placer{.time_limit_s = 1e9, .node_limit = 0, .order_search_passes = 1000}.place(capped).note.find("order_search") ==
-        std::string::npos);
+  capped.capacity = 40;
+  CHECK_THROWS_AS((void)(default_placer{.time_limit_s = 1e9, .node_limit = 0, .decompose = false, .order_search_passes = 1000}.place(capped)),
+                  error);
 }
 
 TEST_CASE("order search on random sets: valid, never above its start, the same result twice") {
