@@ -353,9 +353,7 @@ struct default_placer {
     for (auto d : above) {
       const auto n = subs[d].buffers.size();
       if (const auto m = model[family[d]]; m != none) {
-        auto order = detail::free_buffers(subs[d]);
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return solved[m].offsets[a] < solved[m].offsets[b]; });
-        auto offs = detail::place_in_order(subs[d], order, detail::fit::first, {}, &until);
+        auto offs = detail::settle_around_pins(subs[d], solved[m].offsets, &until);
         if (const auto arena = detail::arena_of(subs[d], offs); arena < solved[d].arena) {
           solved[d].offsets = std::move(offs);
           solved[d].arena = arena;

@@ -426,13 +426,15 @@ inline std::vector<std::size_t> free_buffers(const buffer_problem& p) {
 
 // For policies that do not model pins natively (gergov, mincost_flow): keep the policy's relative
 // address order and settle every buffer, in order of its offset, at the lowest gap left by the pins
-// and the buffers settled before it.
-inline std::vector<std::int64_t> settle_around_pins(const buffer_problem& p, const std::vector<std::int64_t>& offsets) {
+// and the buffers settled before it. Also carries one placement's layout to a problem with the same
+// buffers in other sizes (default_placer's families of pieces). With `until`: as place_in_order.
+inline std::vector<std::int64_t> settle_around_pins(const buffer_problem& p, const std::vector<std::int64_t>& offsets,
+                                                    const deadline* until = nullptr) {
   std::vector<std::size_t> order = free_buffers(p);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return offsets[a] != offsets[b] ? offsets[a] < offsets[b] : a < b;
   });
-  return place_in_order(p, order, fit::first);
+  return place_in_order(p, order, fit::first, {}, until);
 }
 
 inline bool has_pins(const buffer_problem& p) {
