@@ -130,14 +130,14 @@ TEST_CASE("bundled SqueezeNet at half its peak: some concatenations' variants ta
   // 16 from_concatenation variants in 8 groups (one per fire module's concatenation).
   const auto loose = choose_variants(p, variant_rule::no_peak_higher);
   REQUIRE(loose.taken.size() == 16);
-  CHECK(detail::variant_groups(p, {}, loose.taken).size() == 8);
+  CHECK(memplan::detail::variant_groups(p, {}, loose.taken).size() == 8);
   CHECK(!r.variants.taken.empty());
   CHECK(r.variants.taken.size() < 16);
   CHECK(r.plan.arena <= ctx.budget);
   CHECK(verify(r.variants.rewritten, r.plan).ok);
   CHECK(r.note.find("groups taken") != std::string::npos);
   // Better than either whole set by plan_choosing_variants' rules (neither set alone beats it).
-  for (const auto* whole : {&p, &loose.rewritten}) CHECK(detail::better_variant_plan(r.variants.rewritten, r.plan, *whole, make(*whole)));
+  for (const auto* whole : {&p, &loose.rewritten}) CHECK(memplan::detail::better_variant_plan(r.variants.rewritten, r.plan, *whole, make(*whole)));
   // The plan names its variants; read against the graph file's problem it verifies.
   const auto back = io::parse_plan_with_variants(p, io::plan_to_json(r.variants.rewritten, r.plan, r.variants.taken).dump());
   CHECK(verify(back.graph, back.plan).ok);
