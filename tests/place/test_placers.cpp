@@ -342,6 +342,37 @@ TEST_CASE("order search on random sets: valid, never above its start, the same r
   CHECK(better > 0);  // the moves do lower some arenas
 }
 
+TEST_CASE("place_in_order with a ceiling: the same offsets up to it, stops at the first buffer above it") {
+  int stopped = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const auto p = random_instance(seed, {.buffers = 60, .steps = 30, .max_size = 1000, .alignments = seed % 2 == 0, .pinned = seed % 3 == 0 ? 0.2 : 0.0});
+    INFO("seed " << seed);
+    const auto order = place::detail::first_fit_by_allocation::order(p);
+    const auto full = place::detail::place_in_order(p, order, place::detail::fit::best);
+    const auto arena = place::detail::arena_of(p, full);
+    const place::detail::time_axis axis(p);
+    bool over = false;
+    const auto at_arena = place::detail::place_in_order_on(axis, p, order, place::detail::fit::best, {}, static_cast<const deadline*>(nullptr),
+                                                           nullptr, arena, &over);
+    CHECK(!over);
+    CHECK(at_arena == full);
+    // One byte lower: the pass stops at the first buffer whose end passes it; every buffer placed
+    // before that one has the offset of the full pass.
+    const auto below = place::detail::place_in_order_on(axis, p, order, place::detail::fit::best, {}, static_cast<const deadline*>(nullptr),
+                                                        nullptr, arena - 1, &over);
+    if (!over) continue;  // only a pin reaches the top
+    ++stopped;
+    std::size_t k = 0;
+    while (k < order.size() && below[order[k]] + p.buffers[order[k]].size <= arena - 1) {
+      CHECK(below[order[k]] == full[order[k]]);
+      ++k;
+    }
+    REQUIRE(k < order.size());
+    CHECK(full[order[k]] + p.buffers[order[k]].size == arena);  // the first buffer the full pass put on top
+  }
+  CHECK(stopped >= 6);
+}
+
 TEST_CASE("bad input is rejected by every placer") {
   buffer_problem p;
   p.buffers = {{3, 3, 10}};

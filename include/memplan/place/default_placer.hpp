@@ -131,10 +131,12 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
                                                    std::int64_t target, const deadline& until,
                                                    std::int64_t max_iterations, std::int64_t stall) {
   order_search_result r;
-  r.offsets = place_in_order(p, order, rule, {}, &until);
+  const time_axis axis(p);
+  r.offsets = place_in_order_on(axis, p, order, rule, {}, &until, nullptr);
   r.arena = arena_of(p, r.offsets);
   std::mt19937_64 rng(0x6d656d706c616eULL);
-  std::vector<std::size_t> pos(p.buffers.size()), top;
+  std::vector<std::size_t> pos(p.buffers.size()), top, moved;
+  std::vector<std::int64_t> kept;
   std::int64_t since_better = 0;
   for (; r.passes < max_iterations && since_better < stall && r.arena > target && !until.expired(); ++r.passes) {
     top.clear();
@@ -147,17 +149,19 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
     const auto v = top[static_cast<std::size_t>(rng() % top.size())];
     const auto at = pos[v];
     const auto to = static_cast<std::size_t>(rng() % (at + 1));
-    auto moved = order;
+    moved = order;
     moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(at));
     moved.insert(moved.begin() + static_cast<std::ptrdiff_t>(to), v);
-    std::vector<std::int64_t> kept(p.buffers.size(), unplaced);
+    kept.assign(p.buffers.size(), unplaced);
     for (std::size_t k = 0; k < to; ++k) kept[moved[k]] = r.offsets[moved[k]];
-    bool cut = false;
-    auto offsets = place_in_order(p, moved, rule, std::move(kept), &until, &cut);
+    bool cut = false, over = false;
+    // Ceiling: the best arena so far. A pass that would end higher is rejected anyway, so it stops at
+    // the first buffer above it (most passes are rejected; they cost part of a pass, not all of it).
+    auto offsets = place_in_order_on(axis, p, moved, rule, std::move(kept), &until, &cut, r.arena, &over);
     if (cut) break;
-    const auto arena = arena_of(p, offsets);
     ++since_better;
-    if (arena > r.arena) continue;
+    if (over) continue;
+    const auto arena = arena_of(p, offsets);
     if (arena < r.arena) since_better = 0;
     order = std::move(moved);
     r.offsets = std::move(offsets);

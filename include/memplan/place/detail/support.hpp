@@ -308,13 +308,26 @@ class occupancy_index {
 // placed by an O(r log r) first-fit sweep over time (valid, but without gap reuse) and *cut is set.
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
                                               std::vector<std::int64_t> offsets);
+// place_in_order on a time axis built once by the caller, and with a ceiling: when a buffer's end would
+// pass `ceiling` it stops there and sets *over (the offsets are then partial: the caller discards
+// them). A search that rejects any order whose arena is higher than its best so far (default_placer's
+// order search) stops such a pass at the buffer that exceeds it, not at the end.
+template <class Deadline = std::nullptr_t>
+std::vector<std::int64_t> place_in_order_on(const time_axis& axis, const buffer_problem& p, const std::vector<std::size_t>& order,
+                                            fit rule, std::vector<std::int64_t> offsets, const Deadline* until, bool* cut,
+                                            std::int64_t ceiling = std::numeric_limits<std::int64_t>::max(), bool* over = nullptr);
 template <class Deadline = std::nullptr_t>
 std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vector<std::size_t>& order, fit rule,
                                          std::vector<std::int64_t> offsets = {}, const Deadline* until = nullptr,
                                          bool* cut = nullptr) {
+  return place_in_order_on(time_axis(p), p, order, rule, std::move(offsets), until, cut);
+}
+template <class Deadline>
+std::vector<std::int64_t> place_in_order_on(const time_axis& axis, const buffer_problem& p, const std::vector<std::size_t>& order,
+                                            fit rule, std::vector<std::int64_t> offsets, const Deadline* until, bool* cut,
+                                            std::int64_t ceiling, bool* over) {
   const auto n = p.buffers.size();
   if (offsets.empty()) offsets.assign(n, unplaced);
-  const time_axis axis(p);
   occupancy_index index(axis);
   for (std::size_t i = 0; i < n; ++i) {
     if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
@@ -334,6 +347,10 @@ std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vec
     const auto& b = p.buffers[i];
     if (b.size == 0) { offsets[i] = 0; continue; }
     offsets[i] = index.gap(b.lower, b.upper, b.size, effective_alignment(p, b), rule);
+    if (offsets[i] > ceiling - b.size) {
+      if (over) *over = true;
+      return offsets;
+    }
     index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
   return offsets;
