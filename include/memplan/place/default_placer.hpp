@@ -131,12 +131,25 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
                                                    std::int64_t target, const deadline& until,
                                                    std::int64_t max_iterations, std::int64_t stall) {
   order_search_result r;
+  r.offsets = place_in_order(p, order, rule, {}, &until);
   const time_axis axis(p);
-  r.offsets = place_in_order_on(axis, p, order, rule, {}, &until, nullptr);
   r.arena = arena_of(p, r.offsets);
   std::mt19937_64 rng(0x6d656d706c616eULL);
+  // A pass re-places the order from `to` on; the buffers before `to` keep their offsets, and inserting
+  // them into an empty index cost about half of each pass. So copies of the index are kept at
+  // checkpoints every `stride` positions of the order (snap[k]: the pins and order[0, k * stride) at
+  // their current offsets): a pass starts from the last valid one at or before `to`. Accepting a pass
+  // invalidates the checkpoints after `to`; a later pass that inserts through one refreshes it.
+  const std::size_t stride = std::max<std::size_t>(64, (order.size() + 7) / 8);
+  const std::size_t checkpoints = order.size() / stride + 1;
+  std::vector<occupancy_index> snap(checkpoints, occupancy_index(axis));
+  std::vector<std::uint8_t> valid(checkpoints, 0);
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].fixed_offset >= 0 && p.buffers[i].size > 0)
+      snap[0].insert(p.buffers[i].lower, p.buffers[i].upper, p.buffers[i].fixed_offset, p.buffers[i].fixed_offset + p.buffers[i].size);
+  valid[0] = 1;
   std::vector<std::size_t> pos(p.buffers.size()), top, moved;
-  std::vector<std::int64_t> kept;
+  std::vector<std::int64_t> offsets;
   std::int64_t since_better = 0;
   for (; r.passes < max_iterations && since_better < stall && r.arena > target && !until.expired(); ++r.passes) {
     top.clear();
@@ -152,20 +165,34 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
     moved = order;
     moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(at));
     moved.insert(moved.begin() + static_cast<std::ptrdiff_t>(to), v);
-    kept.assign(p.buffers.size(), unplaced);
-    for (std::size_t k = 0; k < to; ++k) kept[moved[k]] = r.offsets[moved[k]];
+    // The prefix [0, to): from the last valid checkpoint, refreshing the ones passed on the way.
+    std::size_t k = to / stride;
+    while (!valid[k]) --k;
+    occupancy_index index = snap[k];
+    for (std::size_t q = k * stride; q <= to; ++q) {
+      if (q % stride == 0 && !valid[q / stride]) {
+        snap[q / stride] = index;
+        valid[q / stride] = 1;
+      }
+      if (q == to) break;
+      const auto& b = p.buffers[order[q]];
+      index.insert(b.lower, b.upper, r.offsets[order[q]], r.offsets[order[q]] + b.size);
+    }
+    // The rest in the new order. Ceiling: the best arena so far. A pass that would end higher is
+    // rejected anyway, so it stops at the first buffer above it (most passes are rejected).
+    offsets = r.offsets;
+    for (std::size_t q = to; q < moved.size(); ++q) offsets[moved[q]] = unplaced;
     bool cut = false, over = false;
-    // Ceiling: the best arena so far. A pass that would end higher is rejected anyway, so it stops at
-    // the first buffer above it (most passes are rejected; they cost part of a pass, not all of it).
-    auto offsets = place_in_order_on(axis, p, moved, rule, std::move(kept), &until, &cut, r.arena, &over);
-    if (cut) break;
+    place_rest(index, p, moved, to, rule, offsets, &until, &cut, r.arena, &over);
+    if (cut) break;  // a pass cut short is discarded
     ++since_better;
     if (over) continue;
     const auto arena = arena_of(p, offsets);
     if (arena < r.arena) since_better = 0;
-    order = std::move(moved);
-    r.offsets = std::move(offsets);
+    order.swap(moved);
+    r.offsets.swap(offsets);
     r.arena = arena;
+    for (std::size_t c = to / stride + 1; c < checkpoints; ++c) valid[c] = 0;  // positions after `to` changed
   }
   return r;
 }

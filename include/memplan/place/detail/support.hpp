@@ -301,45 +301,23 @@ class occupancy_index {
   std::vector<range> windows_, next_;     // its free windows that still fit, before and after a set
 };
 
-// Places buffers one at a time in `order` at the first or best gap among already placed buffers that
-// overlap in time (pinned buffers are placed first, at their offsets). Buffers not in `order` and not
-// pinned keep offset `unplaced`. Zero-size buffers go to offset 0: they overlap nothing.
-// With `until`: when it expires, the buffers of `order` not placed yet are stacked above everything
-// placed by an O(r log r) first-fit sweep over time (valid, but without gap reuse) and *cut is set.
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
                                               std::vector<std::int64_t> offsets);
-// place_in_order on a time axis built once by the caller, and with a ceiling: when a buffer's end would
-// pass `ceiling` it stops there and sets *over (the offsets are then partial: the caller discards
-// them). A search that rejects any order whose arena is higher than its best so far (default_placer's
-// order search) stops such a pass at the buffer that exceeds it, not at the end.
-template <class Deadline = std::nullptr_t>
-std::vector<std::int64_t> place_in_order_on(const time_axis& axis, const buffer_problem& p, const std::vector<std::size_t>& order,
-                                            fit rule, std::vector<std::int64_t> offsets, const Deadline* until, bool* cut,
-                                            std::int64_t ceiling = std::numeric_limits<std::int64_t>::max(), bool* over = nullptr);
-template <class Deadline = std::nullptr_t>
-std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vector<std::size_t>& order, fit rule,
-                                         std::vector<std::int64_t> offsets = {}, const Deadline* until = nullptr,
-                                         bool* cut = nullptr) {
-  return place_in_order_on(time_axis(p), p, order, rule, std::move(offsets), until, cut);
-}
+// place_in_order's loop from position `from` of `order`, on an index that already holds the pins and
+// every buffer of `offsets` that is not `unplaced` (those are skipped). With `ceiling`: when a buffer's
+// end would pass it, the loop stops there and sets *over (the offsets are then partial: the caller
+// discards them). default_placer's order search rejects any order whose arena is higher than its best
+// so far, so its passes stop at the buffer that exceeds it, not at the end.
 template <class Deadline>
-std::vector<std::int64_t> place_in_order_on(const time_axis& axis, const buffer_problem& p, const std::vector<std::size_t>& order,
-                                            fit rule, std::vector<std::int64_t> offsets, const Deadline* until, bool* cut,
-                                            std::int64_t ceiling, bool* over) {
-  const auto n = p.buffers.size();
-  if (offsets.empty()) offsets.assign(n, unplaced);
-  occupancy_index index(axis);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
-    if (offsets[i] != unplaced && p.buffers[i].size > 0)
-      index.insert(p.buffers[i].lower, p.buffers[i].upper, offsets[i], offsets[i] + p.buffers[i].size);
-  }
-  for (std::size_t at = 0; at < order.size(); ++at) {
+void place_rest(occupancy_index& index, const buffer_problem& p, const std::vector<std::size_t>& order, std::size_t from, fit rule,
+                std::vector<std::int64_t>& offsets, const Deadline* until, bool* cut,
+                std::int64_t ceiling = std::numeric_limits<std::int64_t>::max(), bool* over = nullptr) {
+  for (std::size_t at = from; at < order.size(); ++at) {
     if constexpr (!std::is_same_v<Deadline, std::nullptr_t>) {
-      if (until && (at & 255) == 255 && until->expired()) {
+      if (until && ((at - from) & 255) == 255 && until->expired()) {
         if (cut) *cut = true;
-        return stack_on_top(p, std::vector<std::size_t>(order.begin() + static_cast<std::ptrdiff_t>(at), order.end()),
-                            std::move(offsets));
+        offsets = stack_on_top(p, std::vector<std::size_t>(order.begin() + static_cast<std::ptrdiff_t>(at), order.end()), std::move(offsets));
+        return;
       }
     }
     const auto i = order[at];
@@ -349,10 +327,30 @@ std::vector<std::int64_t> place_in_order_on(const time_axis& axis, const buffer_
     offsets[i] = index.gap(b.lower, b.upper, b.size, effective_alignment(p, b), rule);
     if (offsets[i] > ceiling - b.size) {
       if (over) *over = true;
-      return offsets;
+      return;
     }
     index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
+}
+// Places buffers one at a time in `order` at the first or best gap among already placed buffers that
+// overlap in time (pinned buffers are placed first, at their offsets). Buffers not in `order` and not
+// pinned keep offset `unplaced`. Zero-size buffers go to offset 0: they overlap nothing.
+// With `until`: when it expires, the buffers of `order` not placed yet are stacked above everything
+// placed by an O(r log r) first-fit sweep over time (valid, but without gap reuse) and *cut is set.
+template <class Deadline = std::nullptr_t>
+std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vector<std::size_t>& order, fit rule,
+                                         std::vector<std::int64_t> offsets = {}, const Deadline* until = nullptr,
+                                         bool* cut = nullptr) {
+  const auto n = p.buffers.size();
+  if (offsets.empty()) offsets.assign(n, unplaced);
+  const time_axis axis(p);
+  occupancy_index index(axis);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
+    if (offsets[i] != unplaced && p.buffers[i].size > 0)
+      index.insert(p.buffers[i].lower, p.buffers[i].upper, offsets[i], offsets[i] + p.buffers[i].size);
+  }
+  place_rest(index, p, order, 0, rule, offsets, until, cut);
   return offsets;
 }
 
