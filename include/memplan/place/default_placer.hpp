@@ -283,8 +283,9 @@ struct default_placer {
     if (whole && !good(best) && room()) consider(pass(pyramid{}));
     // Minimisation only (in decision mode the exact search's first fit under the capacity ends it):
     // the order search from the allocation order, best fit, for the rest of the time (deterministic
-    // mode: node_limit / 1000 passes at most), if that pays for about eight passes (a pass costs up to
-    // about 5 us per buffer; idealloc's pangu set, 18,692 buffers, gets none in its 0.2 s).
+    // mode: node_limit / 1000 passes at most), if that pays for about eight passes at their cost before
+    // the checkpoints (up to about 5 us per buffer, now 1-3; idealloc's pangu set, 18,692 buffers, gets
+    // none in its 0.2 s).
     if (whole && !good(best) && level == 0 && until.seconds_left() > 40e-6 * static_cast<double>(p.buffers.size())) {
       const auto passes = order_search_passes >= 0 ? order_search_passes
                           : node_limit < 0         ? std::numeric_limits<std::int64_t>::max()
