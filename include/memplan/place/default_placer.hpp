@@ -5,7 +5,9 @@
 //
 // When the problem falls apart in time (detail::split_in_time: the buffers live throughout at the
 // bottom, pieces above them that no buffer crosses, e.g. the micro-batches of a gradient-accumulation
-// trace), each distinct piece is placed on its own (repeated pieces once) with a share of the budget.
+// trace), each distinct piece is placed on its own (repeated pieces once; pieces with the same
+// lifetimes take one model's arrangement) with a share of the budget, minimising down to the largest
+// piece bound.
 // Then, unless that met the bound: greedy_by_breadth (zero fragmentation on most training graphs in
 // milliseconds), best_fit and first fit in allocation order if that misses the bound (each only while
 // the bound is missed); then place::exact searches from their best for the rest of the budget
@@ -15,11 +17,13 @@
 // (detail::improve_insertion_order) for the rest.
 // Every pass checks the deadline (a greedy pass cut short stacks its remaining buffers on top), so the
 // wall time stays within time_limit_s plus a few milliseconds (plus the O(n log n) bookkeeping around
-// the passes on very large problems: about 4 us per buffer is kept in reserve for it).
+// the passes on very large problems: about 4 us per buffer is kept in reserve for it, 1.5 us after
+// the pieces).
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -204,6 +208,7 @@ struct default_placer {
   double time_limit_s = -1;        // seconds in all; < 0: default_time_limit_s
   std::int64_t node_limit = -1;    // for the exact search, < 0: unlimited
   std::int64_t accept = -1;        // as exact::accept (-1: the capacity when finite, else minimise)
+  bool minimise_to_accept = false; // as exact::minimise_to_accept (the order search runs too, down to accept)
   bool decompose = true;           // place the pieces of detail::split_in_time one by one (when >= 2)
   std::int64_t order_search_passes = -1;  // the order search's passes at most; < 0: node_limit / 1000 with a node limit
   progress_callback progress{};    // handed to the exact search (the context's, via place(p, ctx))
@@ -233,6 +238,7 @@ struct default_placer {
     const auto bound = arena_lower_bound(p);
     const bool capacity_given = p.capacity != std::numeric_limits<std::int64_t>::max();
     const std::int64_t level = accept >= 0 ? accept : capacity_given ? p.capacity : 0;
+    const bool minimising = level == 0 || minimise_to_accept;  // (else decision mode: the first fit under level ends it)
     const auto good = [&](const buffer_placement& pl) { return pl.arena <= bound || pl.arena <= level || pl.optimal; };
     buffer_placement best;
     std::string tried;
@@ -252,7 +258,10 @@ struct default_placer {
     // What the final check and a whole-problem greedy pass cost, roughly: kept in reserve.
     const auto reserve = 4e-6 * static_cast<double>(p.buffers.size());
     if (decompose) {
-      const auto pieces_until = deadline::after(std::max(0.0, std::min(until.seconds_left(), 1e9) - reserve));
+      // The pieces keep back only the final check's time (about 0.7 us per buffer; GoogLeNet b32 x 82,
+      // 69,492 buffers: 50 ms): after them a whole-problem pass runs only if a quarter of the budget is left.
+      const auto check = 1.5e-6 * static_cast<double>(p.buffers.size());
+      const auto pieces_until = deadline::after(std::max(0.0, std::min(until.seconds_left(), 1e9) - check));
       if (auto by_pieces = place_by_pieces(relaxed, pieces_until, level)) {
         const auto note = by_pieces->note;
         consider(std::move(*by_pieces));
@@ -271,9 +280,10 @@ struct default_placer {
     if (whole && !good(best) && room()) {
       // Minimisation from a start more than order_search_gap above the bound keeps a share of the time
       // for the order search below (the search closes small gaps, seldom large ones on big sets).
-      const bool far = level == 0 && static_cast<double>(best.arena - bound) > order_search_gap * static_cast<double>(bound);
+      const bool far = minimising && static_cast<double>(best.arena - bound) > order_search_gap * static_cast<double>(bound);
       const auto search_until = far ? until.slice((1 - order_search_share) * until.seconds_left()) : until;
-      auto pl = exact{.node_limit = node_limit, .accept = accept, .progress = progress}.search_from(p, best, search_until);
+      auto pl = exact{.node_limit = node_limit, .accept = accept, .minimise_to_accept = minimise_to_accept, .progress = progress}
+                    .search_from(p, best, search_until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
@@ -286,11 +296,11 @@ struct default_placer {
     // mode: node_limit / 1000 passes at most), if that pays for about eight passes at their cost before
     // the checkpoints (up to about 5 us per buffer, now 1-3; idealloc's pangu set, 18,692 buffers, gets
     // none in its 0.2 s).
-    if (whole && !good(best) && level == 0 && until.seconds_left() > 40e-6 * static_cast<double>(p.buffers.size())) {
+    if (whole && !good(best) && minimising && until.seconds_left() > 40e-6 * static_cast<double>(p.buffers.size())) {
       const auto passes = order_search_passes >= 0 ? order_search_passes
                           : node_limit < 0         ? std::numeric_limits<std::int64_t>::max()
                                                    : node_limit / 1000;
-      auto r = detail::improve_insertion_order(relaxed, detail::first_fit_by_allocation::order(relaxed), detail::fit::best, bound,
+      auto r = detail::improve_insertion_order(relaxed, detail::first_fit_by_allocation::order(relaxed), detail::fit::best, std::max(bound, level),
                                                until, passes, order_search_stall);
       tried += ", order_search=" + std::to_string(r.arena) + " (" + std::to_string(r.passes) + " passes)";
       if (r.arena < best.arena) {
@@ -342,24 +352,24 @@ struct default_placer {
       if (fresh) first_of.push_back(j);
       kind[j] = it->second;
     }
-    // Every distinct piece gets a greedy pass first. The arena is the stack plus the highest piece, so
-    // the target for all of them is the largest piece bound; only pieces above it are searched (worst
-    // first, decision mode at that target, the time shared among them by size).
+    // The arena is the stack plus the highest piece, so the target for every piece is the largest
+    // piece bound (in decision mode at least the capacity left above the stack).
     std::vector<buffer_problem> subs(first_of.size());
     std::vector<buffer_placement> solved(first_of.size());
     std::int64_t target = 0;
     for (std::size_t d = 0; d < first_of.size(); ++d) {
       subs[d].alignment = p.alignment;
       for (auto i : tp.pieces[first_of[d]]) subs[d].buffers.push_back(p.buffers[i]);
-      solved[d] = greedy_by_breadth{}.place(subs[d]);
+      solved[d].lower_bound = arena_lower_bound(subs[d]);
       target = std::max(target, solved[d].lower_bound);
     }
     if (level > 0) target = std::max(target, level - base);  // decision mode: the capacity is enough
     // Pieces with the same lifetimes and other sizes (micro-batches of different sequence lengths:
-    // jittered sizes) form a family. Once one member has been searched, the others first try its
-    // layout: their buffers in the order of its offsets, each at the lowest gap (first fit), which
-    // keeps its arrangement and shrinks or grows it with the sizes; only if that misses the target
-    // are they searched themselves. The time is shared as if each family had one member to search.
+    // jittered sizes) form a family. Its member with the highest bound is its model: a greedy pass,
+    // then, above the target, a search. The other members take the model's arrangement (its order by
+    // offsets, pushed down: O(n log n), where a greedy pass costs 5 ms per 843 buffers of GoogLeNet
+    // b32; with sizes no larger than the model's no offset rises), then first fit in that order, then
+    // a greedy pass; only members still above the target are searched, with the time the models left.
     using lifetimes = std::vector<std::array<std::int64_t, 3>>;
     std::map<lifetimes, std::size_t> family_index;
     std::vector<std::size_t> family(first_of.size());
@@ -370,37 +380,62 @@ struct default_placer {
       for (const auto& b : subs[d].buffers) key.push_back({b.lower - start, b.upper - start, b.alignment});
       family[d] = family_index.emplace(std::move(key), family_index.size()).first->second;
     }
-    std::vector<std::size_t> above;
-    for (std::size_t d = 0; d < first_of.size(); ++d)
-      if (solved[d].arena > target) above.push_back(d);
-    std::sort(above.begin(), above.end(), [&](std::size_t a, std::size_t b) {
-      return solved[a].arena != solved[b].arena ? solved[a].arena > solved[b].arena : a < b;
-    });
     constexpr auto none = std::numeric_limits<std::size_t>::max();
-    std::vector<std::size_t> model(family_index.size(), none), waiting(family_index.size(), 0);  // searched member; size to come
-    std::size_t left = 0;  // buffers still to search: one member per family
-    int reused = 0;        // pieces within the target by a family member's layout
-    for (auto d : above)
-      if (waiting[family[d]] == 0) left += waiting[family[d]] = subs[d].buffers.size();
-    for (auto d : above) {
-      const auto n = subs[d].buffers.size();
-      if (const auto m = model[family[d]]; m != none) {
-        auto offs = detail::settle_around_pins(subs[d], solved[m].offsets, &until);
-        if (const auto arena = detail::arena_of(subs[d], offs); arena < solved[d].arena) {
-          solved[d].offsets = std::move(offs);
-          solved[d].arena = arena;
-        }
-        if (solved[d].arena <= target) { ++reused; continue; }
+    std::vector<std::size_t> model(family_index.size(), none);
+    for (std::size_t d = 0; d < first_of.size(); ++d)
+      if (auto& m = model[family[d]]; m == none || solved[d].lower_bound > solved[m].lower_bound) m = d;
+    const auto never = deadline::never();
+    // Offsets only: the whole placement is checked once, at the end.
+    const auto keep = [&](std::size_t d, std::vector<std::int64_t> offs) {
+      if (const auto arena = detail::arena_of(subs[d], offs); solved[d].offsets.empty() || arena < solved[d].arena) {
+        solved[d].offsets = std::move(offs);
+        solved[d].arena = arena;
       }
-      const auto counted = std::exchange(waiting[family[d]], 0);  // this family's share, when it was still to come
-      const auto share = std::max(0.0, until.seconds_left()) * static_cast<double>(n) / static_cast<double>(left - counted + n);
-      left -= counted;
-      if (share < 4e-6 * static_cast<double>(n)) continue;  // no time for a search: the greedy pass stays
-      auto pl = default_placer{.time_limit_s = share, .node_limit = node_limit, .accept = target, .decompose = false,
-                               .order_search_passes = order_search_passes}.place(subs[d]);
-      if (pl.arena < solved[d].arena) solved[d] = std::move(pl);
-      if (model[family[d]] == none) model[family[d]] = d;
+    };
+    for (auto d : model) keep(d, greedy_by_breadth{}.offsets(subs[d], never));  // run to the end, as a start
+    // Searches pieces above the target, worst first, the time shared among them by size.
+    const auto search = [&](std::vector<std::size_t> above) {
+      std::sort(above.begin(), above.end(), [&](std::size_t a, std::size_t b) {
+        return solved[a].arena != solved[b].arena ? solved[a].arena > solved[b].arena : a < b;
+      });
+      std::size_t left = 0;
+      for (auto d : above) left += subs[d].buffers.size();
+      for (auto d : above) {
+        const auto n = subs[d].buffers.size();
+        const auto share = std::max(0.0, until.seconds_left()) * static_cast<double>(n) / static_cast<double>(left);
+        left -= n;
+        if (share < 4e-6 * static_cast<double>(n)) continue;  // no time for a search: the start stays
+        // Minimising down to the target, not deciding it: a piece a little above the target still
+        // lowers the arena, and at a target equal to the piece's bound the decision search often finds
+        // nothing where the descent gets within bytes of it (GoogLeNet b32 x 82 jittered: a piece 0.405 %
+        // above after 0.8 s of decision search, 0.0005 % after 0.2 s of descent).
+        auto pl = default_placer{.time_limit_s = share, .node_limit = node_limit, .accept = target, .minimise_to_accept = true,
+                                 .decompose = false, .order_search_passes = order_search_passes}.place(subs[d]);
+        if (pl.arena < solved[d].arena) solved[d] = std::move(pl);
+      }
+    };
+    std::vector<std::size_t> above;
+    for (auto d : model)
+      if (solved[d].arena > target) above.push_back(d);
+    search(above);
+    above.clear();
+    int reused = 0;  // members within the target by their model's arrangement
+    std::vector<std::size_t> by_offset;
+    for (std::size_t d = 0; d < first_of.size(); ++d) {
+      const auto m = model[family[d]];
+      if (m == d) continue;
+      by_offset.resize(subs[d].buffers.size());
+      std::iota(by_offset.begin(), by_offset.end(), std::size_t{0});
+      std::sort(by_offset.begin(), by_offset.end(), [&](std::size_t a, std::size_t b) {
+        return solved[m].offsets[a] != solved[m].offsets[b] ? solved[m].offsets[a] < solved[m].offsets[b] : a < b;
+      });
+      keep(d, detail::push_down(subs[d], by_offset));
+      if (solved[d].arena > target) keep(d, detail::place_in_order(subs[d], by_offset, detail::fit::first, {}, &until));
+      if (solved[d].arena <= target) { ++reused; continue; }
+      keep(d, greedy_by_breadth{}.offsets(subs[d], until));
+      if (solved[d].arena > target) above.push_back(d);
     }
+    search(above);
     for (std::size_t d = 0; d < first_of.size(); ++d) at_bound += solved[d].arena <= target;
     for (std::size_t j = 0; j < tp.pieces.size(); ++j) {
       const auto& pl = solved[kind[j]];

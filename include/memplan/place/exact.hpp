@@ -87,6 +87,11 @@ struct exact {
   // Stop at the first arena <= accept. -1: the capacity when it is finite (decision mode), else
   // minimise; 0: minimise. Optimality is claimed only when proven.
   std::int64_t accept = -1;
+  // With accept > 0: search as in minimisation (bound first at max(bound, accept), then descent from
+  // the incumbent) and stop at the first arena <= accept, instead of probing only at accept. For
+  // callers to whom an arena a little above accept is still worth having (default_placer's pieces of
+  // a time decomposition: the arena is the highest piece's).
+  bool minimise_to_accept = false;
   bool window_bounds = false;        // minimisation: try window_lower_bound when max load is not met
   progress_callback progress{};      // after each search round: arena, bound, nodes (the context's, via place(p, ctx))
 
@@ -146,7 +151,8 @@ struct exact {
     std::int64_t nodes = 0;
     std::string how = "incumbent from greedy heuristics", bound_how;
     // Done: optimal, good enough, or (decision mode) the level is proven out of reach.
-    const auto finished = [&] { return best_arena <= proven || best_arena <= level || (level > 0 && proven > level); };
+    const bool decision = level > 0 && !minimise_to_accept;
+    const auto finished = [&] { return best_arena <= proven || best_arena <= level || (decision && proven > level); };
     const auto nodes_left = [&] { return node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit - nodes; };
     if (!finished() && !until.expired() && nodes_left() > 0) {
       const auto pairs = overlapping_pairs(p);
@@ -161,7 +167,6 @@ struct exact {
         // problems (googlenet-train-b32: 1091 buffers, max load in one dive). Only in the first round.
         const std::vector<std::string> preorders{"WAT", "TAW", "TWA"}, first_round{"O", "WAT", "TAW", "TWA"};
         search.set_hint(best);
-        const bool decision = level > 0;
         std::int64_t step = 0;  // descent step (minimisation); 0: recompute from the gap
         const std::int64_t first_budget = std::max<std::int64_t>(16, 2 * static_cast<std::int64_t>(search.size()));
         std::int64_t budget = first_budget;
@@ -206,14 +211,16 @@ struct exact {
               (void)probe(std::min(level, best_arena - 1), keys, budget);
               continue;
             }
+            // (Minimising to accept: nothing below it is needed.)
+            const auto floor = std::max(proven, level);
             if (!descending) {
-              (void)probe(proven, keys, budget);
+              (void)probe(floor, keys, budget);
               continue;
             }
-            if (probe(proven, keys, std::max<std::int64_t>(16, budget / 4)) == outcome::found || finished()) continue;
-            if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - proven) / 4);
-            const auto target = std::max(proven, best_arena - step);
-            const auto r = target > proven ? probe(target, keys, budget) : outcome::aborted;
+            if (probe(floor, keys, std::max<std::int64_t>(16, budget / 4)) == outcome::found || finished()) continue;
+            if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - floor) / 4);
+            const auto target = std::max(floor, best_arena - step);
+            const auto r = target > floor ? probe(target, keys, budget) : outcome::aborted;
             if (r == outcome::found) {
               step = 0;
               budget = std::max(first_budget, budget / 4);

@@ -452,6 +452,54 @@ inline std::vector<std::int64_t> settle_around_pins(const buffer_problem& p, con
   return place_in_order(p, order, fit::first, {}, until);
 }
 
+// The canonical placement of an order (MiniMalloc's): every buffer of `order` at the aligned maximum
+// end of the buffers before it in `order` (and the pins) that live at the same time, so no gap below a
+// buffer is used. O(n log n): a tree over the time axis whose nodes keep the highest end inserted over
+// their whole range (`cover`) and anywhere below them (`top`). Carries one placement's arrangement to
+// buffers with the same lifetimes and other sizes: with every size at most the original's, no offset
+// rises (default_placer's families of pieces).
+inline std::vector<std::int64_t> push_down(const buffer_problem& p, const std::vector<std::size_t>& order) {
+  std::vector<std::int64_t> offsets(p.buffers.size(), unplaced);
+  const time_axis axis(p);
+  int leaves = 1;
+  while (leaves < std::max(1, axis.sections())) leaves *= 2;
+  std::vector<std::int64_t> cover(2 * static_cast<std::size_t>(leaves), 0), top(cover.size(), 0);
+  const auto at = [](std::vector<std::int64_t>& v, int x) -> std::int64_t& { return v[static_cast<std::size_t>(x)]; };
+  const auto insert = [&](const buffer& b, std::int64_t end) {
+    int l = axis.index(b.lower) + leaves, r = axis.index(b.upper) + leaves;
+    for (int a = l >> 1, c = (r - 1) >> 1; a > 0; a >>= 1, c >>= 1) {
+      at(top, a) = std::max(at(top, a), end);
+      at(top, c) = std::max(at(top, c), end);
+    }
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) { at(cover, l) = std::max(at(cover, l), end); at(top, l) = std::max(at(top, l), end); ++l; }
+      if (r & 1) { --r; at(cover, r) = std::max(at(cover, r), end); at(top, r) = std::max(at(top, r), end); }
+    }
+  };
+  const auto highest = [&](const buffer& b) {
+    std::int64_t h = 0;
+    int l = axis.index(b.lower) + leaves, r = axis.index(b.upper) + leaves;
+    for (int a = l >> 1, c = (r - 1) >> 1; a > 0; a >>= 1, c >>= 1) h = std::max({h, at(cover, a), at(cover, c)});
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) h = std::max(h, at(top, l++));
+      if (r & 1) h = std::max(h, at(top, --r));
+    }
+    return h;
+  };
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    const auto& b = p.buffers[i];
+    if (b.size == 0) offsets[i] = b.fixed_offset >= 0 ? b.fixed_offset : 0;
+    else if (b.fixed_offset >= 0) insert(b, (offsets[i] = b.fixed_offset) + b.size);
+  }
+  for (auto i : order) {
+    const auto& b = p.buffers[i];
+    if (offsets[i] != unplaced) continue;
+    offsets[i] = align_up(highest(b), effective_alignment(p, b));
+    insert(b, offsets[i] + b.size);
+  }
+  return offsets;
+}
+
 inline bool has_pins(const buffer_problem& p) {
   return std::any_of(p.buffers.begin(), p.buffers.end(), [](const buffer& b) { return b.fixed_offset >= 0; });
 }
