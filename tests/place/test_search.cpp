@@ -307,7 +307,7 @@ TEST_CASE("minimise_to_accept: below an unreachable accept it still descends, ab
   MESSAGE("accept = max load below the optimum on " << refuted << " of 60; lower than decision mode's arena on " << lower);
 }
 
-TEST_CASE("push_down: every buffer on the highest end before it in the order that it overlaps; smaller sizes, no higher offsets") {
+TEST_CASE("push_down: every buffer on the highest end before it in the order that it overlaps, and smaller sizes give no higher offsets") {
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     auto p = random_instance(seed, {.buffers = 80, .steps = 40, .max_size = 1000, .alignments = seed % 2 == 0});
     if (seed % 4 == 1) {  // a pin: the pushed-down buffers rest on it too
