@@ -6,7 +6,8 @@
 //
 // Mode: `accept` >= 0 stops at the first arena <= accept; accept = -1 (the default) uses the problem's
 // capacity when it is finite (MiniMalloc's decision problem) and minimises otherwise; accept = 0 always
-// minimises.
+// minimises. minimise_to_accept = true with accept > 0: minimisation's search (below), stopping at the
+// first arena <= accept (default_placer's pieces, for which an arena a little above it still counts).
 //
 // Search plan (one canonical_search, its failure tables shared by every call):
 //  * incumbent: greedy_by_breadth, best_fit and greedy_by_size (each stops at the deadline; a pass
@@ -211,16 +212,16 @@ struct exact {
               (void)probe(std::min(level, best_arena - 1), keys, budget);
               continue;
             }
-            // (Minimising to accept: nothing below it is needed.)
-            const auto floor = std::max(proven, level);
+            // The lowest target worth a probe (minimising to accept: nothing below accept is needed).
+            const auto lowest = std::max(proven, level);
             if (!descending) {
-              (void)probe(floor, keys, budget);
+              (void)probe(lowest, keys, budget);
               continue;
             }
-            if (probe(floor, keys, std::max<std::int64_t>(16, budget / 4)) == outcome::found || finished()) continue;
-            if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - floor) / 4);
-            const auto target = std::max(floor, best_arena - step);
-            const auto r = target > floor ? probe(target, keys, budget) : outcome::aborted;
+            if (probe(lowest, keys, std::max<std::int64_t>(16, budget / 4)) == outcome::found || finished()) continue;
+            if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - lowest) / 4);
+            const auto target = std::max(lowest, best_arena - step);
+            const auto r = target > lowest ? probe(target, keys, budget) : outcome::aborted;
             if (r == outcome::found) {
               step = 0;
               budget = std::max(first_budget, budget / 4);
