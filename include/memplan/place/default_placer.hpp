@@ -430,7 +430,7 @@ struct default_placer {
         return solved[m].offsets[a] != solved[m].offsets[b] ? solved[m].offsets[a] < solved[m].offsets[b] : a < b;
       });
       keep(d, detail::push_down(subs[d], by_offset));
-      if (solved[d].arena > target) keep(d, detail::place_in_order(subs[d], by_offset, detail::fit::first, {}, &until));
+      if (solved[d].arena > target) keep(d, detail::settle_around_pins(subs[d], solved[m].offsets, &until));
       if (solved[d].arena <= target) { ++reused; continue; }
       keep(d, greedy_by_breadth{}.offsets(subs[d], until));
       if (solved[d].arena > target) above.push_back(d);
