@@ -420,16 +420,19 @@ struct default_placer {
     search(above);
     above.clear();
     int reused = 0;  // members within the target by their model's arrangement
-    std::vector<std::size_t> by_offset;
+    std::vector<std::vector<std::size_t>> by_offset(model.size());  // per family: its model's buffers by offset, once
     for (std::size_t d = 0; d < first_of.size(); ++d) {
       const auto m = model[family[d]];
       if (m == d) continue;
-      by_offset.resize(subs[d].buffers.size());
-      std::iota(by_offset.begin(), by_offset.end(), std::size_t{0});
-      std::sort(by_offset.begin(), by_offset.end(), [&](std::size_t a, std::size_t b) {
-        return solved[m].offsets[a] != solved[m].offsets[b] ? solved[m].offsets[a] < solved[m].offsets[b] : a < b;
-      });
-      keep(d, detail::push_down(subs[d], by_offset));
+      auto& order = by_offset[family[d]];
+      if (order.empty()) {
+        order.resize(subs[m].buffers.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+          return solved[m].offsets[a] != solved[m].offsets[b] ? solved[m].offsets[a] < solved[m].offsets[b] : a < b;
+        });
+      }
+      keep(d, detail::push_down(subs[d], order));
       if (solved[d].arena > target) keep(d, detail::settle_around_pins(subs[d], solved[m].offsets, &until));
       if (solved[d].arena <= target) { ++reused; continue; }
       keep(d, greedy_by_breadth{}.offsets(subs[d], until));
