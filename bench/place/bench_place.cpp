@@ -296,7 +296,8 @@ void large(const std::vector<std::size_t>& sizes) {
 
 // ---- budgets ------------------------------------------------------------------------------------------------
 void budgets(const std::vector<std::size_t>& sizes) {
-  std::cout << "\n## Budgets: wall time against time_limit_s\n\n| set | buffers | placer | limit s | wall s | wall / limit |\n|---|---:|---|---:|---:|---:|\n";
+  std::cout << "\n## Budgets: wall time against time_limit_s\n\n| set | buffers | placer | limit s | wall s | wall / limit | arena over bound % | placed by |\n"
+               "|---|---:|---|---:|---:|---:|---:|---|\n";
   std::vector<named_problem> sets;
   for (auto n : sizes) sets.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 7 + n)});
   for (const char* m : {"D", "F"})
@@ -312,9 +313,10 @@ void budgets(const std::vector<std::size_t>& sizes) {
         const auto t0 = clock_type::now();
         const auto pl = which == 0 ? default_placer{.time_limit_s = limit}.place(p) : exact{.time_limit_s = limit}.place(p);
         const double s = seconds_since(t0);
-        std::printf("| %s | %zu | %s | %.2f | %.3f | %.2f |\n", name.c_str(), p.buffers.size(), which == 0 ? "default" : "exact", limit, s, s / limit);
+        std::printf("| %s | %zu | %s | %.2f | %.3f | %.2f | %.3f | %s |\n", name.c_str(), p.buffers.size(), which == 0 ? "default" : "exact",
+                    limit, s, s / limit, 100.0 * static_cast<double>(pl.arena - pl.lower_bound) / static_cast<double>(std::max<std::int64_t>(1, pl.lower_bound)),
+                    pl.placer.c_str());
         if (s - limit > worst) { worst = s - limit; worst_at = name + " at " + std::to_string(limit) + " s"; }
-        (void)pl;
         std::fflush(stdout);
       }
   std::printf("\nLargest overrun: %.3f s (%s)\n", worst, worst_at.c_str());

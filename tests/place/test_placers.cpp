@@ -3,6 +3,9 @@
 #include <memplan/place/placers.hpp>
 #include <memplan/registry/placers.hpp>
 
+#include <random>
+#include <tuple>
+
 #include "instances.hpp"
 
 using namespace memplan;
@@ -119,6 +122,89 @@ TEST_CASE("check rejects broken placements") {
     auto why = check(q, good);
     REQUIRE(why);
     CHECK(why->find("capacity") != std::string::npos);
+  }
+}
+
+// Random offsets (aligned, pins kept) for the referee: a valid placement with some buffers moved onto
+// others, so that about half the placements overlap somewhere.
+namespace {
+buffer_placement referee_scrambled(const buffer_problem& p, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  auto pl = greedy_by_size{}.place(p);
+  std::bernoulli_distribution move((seed / 2) % 2 == 0 ? 0.0 : 0.05);  // (the callers spread every second seed)
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].fixed_offset < 0 && move(g)) {
+      const auto a = effective_alignment(p, p.buffers[i]);
+      pl.offsets[i] = pl.offsets[std::uniform_int_distribution<std::size_t>(0, p.buffers.size() - 1)(g)] / a * a;
+    }
+  pl.arena = place::detail::arena_of(p, pl.offsets);
+  return pl;
+}
+
+// Lifetimes scaled apart: the same problem with its steps spread over a range far wider than the
+// number of buffers (the comparison sort's path of lifetime_events, not the counting sort's).
+buffer_problem spread_in_time(buffer_problem p) {
+  for (auto& b : p.buffers) {
+    b.lower *= 1'000'003;
+    b.upper *= 1'000'003;
+  }
+  return p;
+}
+}  // namespace
+
+TEST_CASE("the referee finds an overlap exactly when a pairwise check does, on compact and spread-out steps") {
+  int invalid = 0;
+  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+    auto p = random_instance(seed, {.buffers = 60, .steps = 25, .max_size = 64, .alignments = seed % 3 == 0, .pinned = seed % 4 == 0 ? 0.2 : 0.0,
+                                    .zero_sizes = seed % 5 == 0});
+    if (seed % 2 == 0) p = spread_in_time(p);
+    const auto pl = referee_scrambled(p, seed);
+    bool overlap = false;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      for (std::size_t j = i + 1; j < p.buffers.size(); ++j) {
+        const auto& a = p.buffers[i];
+        const auto& b = p.buffers[j];
+        overlap |= a.size > 0 && b.size > 0 && a.lower < b.upper && b.lower < a.upper && pl.offsets[i] < pl.offsets[j] + b.size &&
+                   pl.offsets[j] < pl.offsets[i] + a.size;
+      }
+    INFO("seed " << seed);
+    const auto why = check(p, pl);
+    CHECK(bool(why) == overlap);
+    if (why) CHECK(why->find("overlap") != std::string::npos);
+    invalid += overlap;
+  }
+  CHECK(invalid >= 20);  // the moved buffers do overlap on many of them
+}
+
+TEST_CASE("lifetime events: by time, closes before opens, then by buffer; resident_peak is the largest step's live bytes") {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    auto p = random_instance(seed, {.buffers = 80, .steps = seed % 2 == 0 ? 12 : 40, .zero_sizes = true});
+    const bool spread_out = seed % 4 == 1;
+    if (spread_out) p = spread_in_time(p);
+    INFO("seed " << seed);
+    const auto keep = [&](std::size_t i) { return p.buffers[i].size > 0 && i % 7 != 3; };
+    const auto evs = memplan::detail::lifetime_events(p, keep);
+    std::vector<std::tuple<std::int64_t, int, std::size_t>> expected;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      if (keep(i)) {
+        expected.emplace_back(p.buffers[i].lower, 1, i);
+        expected.emplace_back(p.buffers[i].upper, 0, i);
+      }
+    std::sort(expected.begin(), expected.end());
+    REQUIRE(evs.size() == expected.size());
+    for (std::size_t k = 0; k < evs.size(); ++k) CHECK(std::tuple(evs[k].t, evs[k].kind, evs[k].i) == expected[k]);
+    // resident_peak against the live bytes at every step (compact steps only: a loop over them).
+    if (!spread_out) {
+      std::int64_t peak = 0;
+      for (std::int64_t t = 0; t <= 40; ++t) {
+        std::int64_t live = 0;
+        for (const auto& b : p.buffers) live += b.lower <= t && t < b.upper ? b.size : 0;
+        peak = std::max(peak, live);
+      }
+      CHECK(resident_peak(p) == peak);
+    } else {
+      CHECK(resident_peak(p) == resident_peak(random_instance(seed, {.buffers = 80, .steps = seed % 2 == 0 ? 12 : 40, .zero_sizes = true})));
+    }
   }
 }
 

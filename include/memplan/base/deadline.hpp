@@ -24,6 +24,13 @@ class deadline {
     const double s = std::chrono::duration<double>(at_ - clock::now()).count();
     return s > 0 ? s : 0.0;
   }
+  // The same deadline `seconds` earlier (now at the latest; unlimited stays unlimited): the time kept
+  // back for work that must follow, such as a final check.
+  [[nodiscard]] deadline kept_back(double seconds) const {
+    if (!limited()) return *this;
+    const double left = seconds_left() - seconds;
+    return after(left > 0 ? left : 0.0);
+  }
   // A deadline for a part of the remaining time: min(this, now + seconds).
   [[nodiscard]] deadline slice(double seconds) const {
     if (seconds < 0) return *this;

@@ -26,15 +26,8 @@ struct bump {
     std::vector<std::size_t> pins;
     for (std::size_t i = 0; i < n; ++i)
       if (p.buffers[i].fixed_offset >= 0) { offsets[i] = p.buffers[i].fixed_offset; pins.push_back(i); }
-    struct ev { std::int64_t t; int kind; std::size_t i; };  // kind 0 = free (first at equal t), 1 = allocate
-    std::vector<ev> evs;
-    for (std::size_t i = 0; i < n; ++i) {
-      evs.push_back({p.buffers[i].lower, 1, i});
-      evs.push_back({p.buffers[i].upper, 0, i});
-    }
-    std::sort(evs.begin(), evs.end(), [](const ev& a, const ev& b) {
-      return a.t != b.t ? a.t < b.t : a.kind != b.kind ? a.kind < b.kind : a.i < b.i;
-    });
+    // Frees first at equal times.
+    const auto evs = memplan::detail::lifetime_events(p, [](std::size_t) { return true; });
     std::int64_t next = 0, live = 0;
     for (const auto& e : evs) {
       if (e.kind == 0) {

@@ -68,6 +68,21 @@ inline time_pieces split_in_time(const buffer_problem& p) {
     if (b.size == 0) continue;
     (b.lower == first && b.upper == last ? tp.global : rest).push_back(i);
   }
+  // Whether the rest falls apart at all, first: a sweep (O(n) on compact steps) instead of the sort
+  // that lines the pieces up (at 100k buffers that sort was a tenth of a 50 ms budget, for one piece).
+  std::size_t apart = 0, live = 0;
+  for (const auto& e : memplan::detail::lifetime_events(p, [&](std::size_t i) {
+         const auto& b = p.buffers[i];
+         return b.size > 0 && !(b.lower == first && b.upper == last);
+       })) {
+    if (e.kind == 0) { --live; continue; }
+    apart += live == 0;
+    ++live;
+  }
+  if (apart < 2) {
+    if (!rest.empty()) tp.pieces.push_back(std::move(rest));
+    return tp;
+  }
   // By lower end, ties by buffer shape then index: repeated pieces list their buffers in the same order.
   std::sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = p.buffers[a];
@@ -246,23 +261,26 @@ struct default_placer {
       tried += (tried.empty() ? "" : ", ") + pl.placer + "=" + std::to_string(pl.arena);
       if (best.offsets.empty() || pl.arena < best.arena) best = std::move(pl);
     };
+    // The passes stop early enough to stack a cut pass's rest and run the final check in time; the
+    // searches, to run the check.
+    const auto n = p.buffers.size();
+    const auto pass_until = until.kept_back(detail::wrap_up_seconds(n));
+    const auto search_until = until.kept_back(detail::check_seconds(n));
     // A greedy pass's offsets (the referee checks only the placement returned, once, at the end).
     const auto pass = [&](auto policy) {
       buffer_placement pl;
-      pl.offsets = policy.offsets(relaxed, until);
+      pl.offsets = policy.offsets(relaxed, pass_until);
       pl.arena = detail::arena_of(relaxed, pl.offsets);
       pl.lower_bound = bound;
       pl.placer = policy.name();
       return pl;
     };
     // What the final check and a whole-problem greedy pass cost, roughly: kept in reserve.
-    const auto reserve = 4e-6 * static_cast<double>(p.buffers.size());
+    const auto reserve = 4e-6 * static_cast<double>(n);
     if (decompose) {
-      // The pieces keep back only the final check's time (about 0.7 us per buffer; GoogLeNet b32 x 82,
-      // 69,492 buffers: 50 ms): after them a whole-problem pass runs only if a quarter of the budget is left.
-      const auto check = 1.5e-6 * static_cast<double>(p.buffers.size());
-      const auto pieces_until = deadline::after(std::max(0.0, std::min(until.seconds_left(), 1e9) - check));
-      if (auto by_pieces = place_by_pieces(relaxed, pieces_until, level)) {
+      // The pieces keep back the final check's time (with a margin: GoogLeNet b32 x 82, 69,492 buffers:
+      // 100 ms): after them a whole-problem pass runs only if a quarter of the budget is left.
+      if (auto by_pieces = place_by_pieces(relaxed, pass_until, level)) {
         const auto note = by_pieces->note;
         consider(std::move(*by_pieces));
         tried += " (" + note + ")";
@@ -270,10 +288,11 @@ struct default_placer {
     }
     // After the pieces, the whole problem only if a good part of the budget is left.
     const bool whole = best.offsets.empty() || (!good(best) && until.seconds_left() > std::max(2 * reserve, 0.25 * seconds()));
-    // A pass starts only if its setup (about 1 us per buffer) fits in the time left; with no time even
-    // for the first one, the first-fit sweep.
-    const auto room = [&] { return until.seconds_left() > 1e-6 * static_cast<double>(p.buffers.size()); };
-    if (whole && !room() && best.offsets.empty()) consider(pass(detail::first_fit_sweep{}));
+    // A pass starts only if its setup (about 1 us per buffer) fits in the time left; with too little
+    // time for a whole greedy pass, the best-fit sweep first (a cut pass is usually worse).
+    const auto room = [&] { return pass_until.seconds_left() > 1e-6 * static_cast<double>(n); };
+    if (whole && best.offsets.empty() && pass_until.seconds_left() < detail::greedy_pass_seconds(n))
+      consider(pass(detail::best_fit_sweep{}));
     if (whole && room()) consider(pass(greedy_by_breadth{}));
     if (whole && !good(best) && room()) consider(pass(best_fit{}));
     if (whole && !good(best) && room()) consider(pass(detail::first_fit_by_allocation{}));
@@ -281,9 +300,9 @@ struct default_placer {
       // Minimisation from a start more than order_search_gap above the bound keeps a share of the time
       // for the order search below (the search closes small gaps, seldom large ones on big sets).
       const bool far = minimising && static_cast<double>(best.arena - bound) > order_search_gap * static_cast<double>(bound);
-      const auto search_until = far ? until.slice((1 - order_search_share) * until.seconds_left()) : until;
+      const auto exact_until = far ? search_until.slice((1 - order_search_share) * search_until.seconds_left()) : search_until;
       auto pl = exact{.node_limit = node_limit, .accept = accept, .minimise_to_accept = minimise_to_accept, .progress = progress}
-                    .search_from(p, best, search_until);
+                    .search_from(p, best, exact_until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
@@ -296,12 +315,12 @@ struct default_placer {
     // mode: node_limit / 1000 passes at most), if that pays for about eight passes at their cost before
     // the checkpoints (up to about 5 us per buffer, now 1-3; idealloc's pangu set, 18,692 buffers, gets
     // none in its 0.2 s).
-    if (whole && !good(best) && minimising && until.seconds_left() > 40e-6 * static_cast<double>(p.buffers.size())) {
+    if (whole && !good(best) && minimising && search_until.seconds_left() > 40e-6 * static_cast<double>(n)) {
       const auto passes = order_search_passes >= 0 ? order_search_passes
                           : node_limit < 0         ? std::numeric_limits<std::int64_t>::max()
                                                    : node_limit / 1000;
       auto r = detail::improve_insertion_order(relaxed, detail::first_fit_by_allocation::order(relaxed), detail::fit::best, std::max(bound, level),
-                                               until, passes, order_search_stall);
+                                               search_until, passes, order_search_stall);
       tried += ", order_search=" + std::to_string(r.arena) + " (" + std::to_string(r.passes) + " passes)";
       if (r.arena < best.arena) {
         best.offsets = std::move(r.offsets);

@@ -10,8 +10,9 @@
 // first arena <= accept (default_placer's pieces, for which an arena a little above it still counts).
 //
 // Search plan (one canonical_search, its failure tables shared by every call):
-//  * incumbent: greedy_by_breadth, best_fit and greedy_by_size (each stops at the deadline; a pass
-//    starts only if its setup fits the time left, else the first-fit sweep);
+//  * incumbent: greedy_by_breadth, best_fit and greedy_by_size (each stops at the deadline less the
+//    time to stack its rest and check; a pass starts only if its setup fits the time left; the
+//    best-fit sweep first when a whole greedy pass does not);
 //  * the first round starts with preorder "O" (the incumbent's offsets): one dive rebuilds a
 //    pushed-down copy of the incumbent, which often closes a greedy gap at once on big problems;
 //  * decision mode: feasibility searches at min(accept, best - 1) under the preorders "WAT", "TAW" and
@@ -59,19 +60,23 @@ inline buffer_placement greedy_incumbent(const buffer_problem& p, const deadline
   const auto relaxed = without_capacity(p);
   const auto bound = arena_lower_bound(relaxed);
   buffer_placement best;
+  // The passes stop early enough to stack a cut pass's rest and run the final check in time.
+  const auto n = p.buffers.size();
+  const auto pass_until = until.kept_back(wrap_up_seconds(n));
   // Offsets of a pass; the referee checks the placement exact returns, once.
   auto consider = [&](auto policy) {
     buffer_placement pl;
-    pl.offsets = policy.offsets(relaxed, until);
+    pl.offsets = policy.offsets(relaxed, pass_until);
     pl.arena = arena_of(relaxed, pl.offsets);
     pl.placer = policy.name();
     if (tried) *tried += (tried->empty() ? "" : ", ") + pl.placer + "=" + std::to_string(pl.arena);
     if (best.offsets.empty() || pl.arena < best.arena) best = std::move(pl);
   };
-  // No time even for a greedy pass's setup (about 1 us per buffer): the first-fit sweep.
-  const auto room = [&] { return until.seconds_left() > 1e-6 * static_cast<double>(p.buffers.size()); };
-  if (!room()) consider(first_fit_sweep{});
-  else consider(greedy_by_breadth{});
+  // A pass starts only if its setup (about 1 us per buffer) fits; with too little time for a whole
+  // greedy pass, the best-fit sweep first (a cut pass is usually worse).
+  const auto room = [&] { return pass_until.seconds_left() > 1e-6 * static_cast<double>(n); };
+  if (pass_until.seconds_left() < greedy_pass_seconds(n)) consider(best_fit_sweep{});
+  if (room()) consider(greedy_by_breadth{});
   if (best.arena > bound && room()) consider(best_fit{});
   if (best.arena > bound && room()) consider(greedy_by_size{});
   return best;
@@ -101,14 +106,10 @@ struct exact {
 
   // Number of pairs of non-empty buffers live at a common step (the search stores them). O(n log n).
   static std::int64_t overlapping_pairs(const buffer_problem& p) {
-    std::vector<std::pair<std::int64_t, int>> ev;  // (time, -1 end first / +1 start)
-    for (const auto& b : p.buffers)
-      if (b.size > 0) { ev.emplace_back(b.lower, 1); ev.emplace_back(b.upper, -1); }
-    std::sort(ev.begin(), ev.end());
     std::int64_t live = 0, pairs = 0;
-    for (const auto& [t, d] : ev) {
-      if (d > 0) pairs += live;
-      live += d;
+    for (const auto& e : memplan::detail::lifetime_events(p, [&](std::size_t i) { return p.buffers[i].size > 0; })) {
+      if (e.kind == 1) pairs += live++;
+      else --live;
     }
     return pairs;
   }
@@ -138,7 +139,8 @@ struct exact {
   }
 
   [[nodiscard]] buffer_placement search_from(const buffer_problem& p, const buffer_placement& incumbent,
-                                             const deadline& until) const {
+                                             const deadline& time_limit) const {
+    const auto until = time_limit.kept_back(detail::check_seconds(p.buffers.size()));  // the final check's time
     using outcome = detail::canonical_search::outcome;
     const auto started = std::chrono::steady_clock::now();
     if (incumbent.offsets.size() != p.buffers.size())
@@ -156,10 +158,12 @@ struct exact {
     const auto finished = [&] { return best_arena <= proven || best_arena <= level || (decision && proven > level); };
     const auto nodes_left = [&] { return node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit - nodes; };
     if (!finished() && !until.expired() && nodes_left() > 0) {
-      const auto pairs = overlapping_pairs(p);
-      if (p.buffers.size() > max_buffers || pairs > max_overlaps) {
-        how += "; search skipped: " + std::to_string(p.buffers.size()) + " buffers, " + std::to_string(pairs) +
-               " overlapping pairs (limits " + std::to_string(max_buffers) + ", " + std::to_string(max_overlaps) + ")";
+      // (The pairs are counted only below the buffer limit: the count is a sweep over every lifetime.)
+      const auto pairs = p.buffers.size() > max_buffers ? std::int64_t{-1} : overlapping_pairs(p);
+      if (pairs < 0 || pairs > max_overlaps) {
+        how += "; search skipped: " +
+               (pairs < 0 ? std::to_string(p.buffers.size()) + " buffers (limit " + std::to_string(max_buffers) + ")"
+                          : std::to_string(pairs) + " overlapping pairs (limit " + std::to_string(max_overlaps) + ")");
       } else if (detail::canonical_search search(p, until); !search.ready()) {
         how += search.too_big() ? "; search skipped: the section lists would exceed 50M entries" : "; time limit hit while building the search";
       } else {

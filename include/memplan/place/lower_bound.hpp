@@ -8,7 +8,6 @@
 // trivial bound fixed_offset + size.
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include <memplan/core/buffer.hpp>
@@ -16,19 +15,11 @@
 namespace memplan::place {
 
 // Max over steps of the resident bytes (plain sizes, no alignment): the number OLLA calls the peak
-// memory without fragmentation. O(n log n).
+// memory without fragmentation. O(n log n), O(n) on compact step indices.
 inline std::int64_t resident_peak(const buffer_problem& p) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> ev;  // (time, +size at lower / -size at upper)
-  ev.reserve(2 * p.buffers.size());
-  for (const auto& b : p.buffers) {
-    if (b.size == 0) continue;
-    ev.emplace_back(b.lower, b.size);
-    ev.emplace_back(b.upper, -b.size);
-  }
-  std::sort(ev.begin(), ev.end());  // at equal times the frees (negative) come first: [lower, upper)
   std::int64_t cur = 0, peak = 0;
-  for (const auto& [t, d] : ev) {
-    cur += d;
+  for (const auto& e : memplan::detail::lifetime_events(p, [&](std::size_t i) { return p.buffers[i].size > 0; })) {
+    cur += e.kind == 1 ? p.buffers[e.i].size : -p.buffers[e.i].size;  // frees first at equal times: [lower, upper)
     peak = std::max(peak, cur);
   }
   return peak;
@@ -37,29 +28,20 @@ inline std::int64_t resident_peak(const buffer_problem& p) {
 // A proven lower bound on the arena: resident bytes with the global alignment accounted, and pins.
 inline std::int64_t arena_lower_bound(const buffer_problem& p) {
   const std::int64_t g = p.alignment;
+  std::int64_t bound = 0;
+  for (const auto& b : p.buffers)
+    if (b.fixed_offset >= 0) bound = std::max(bound, b.fixed_offset + b.size);
+  if (g == 1) return std::max(bound, resident_peak(p));
   // At each step: sum of align_up(size, g) minus the largest alignment slack of a live buffer (only the
   // topmost buffer can avoid its slack). Computed with a sweep keeping a multiset of slacks.
-  struct ev { std::int64_t t; int kind; std::int64_t size; };  // kind 0 = free (first), 1 = allocate
-  std::vector<ev> evs;
-  evs.reserve(2 * p.buffers.size());
-  std::int64_t bound = 0;
-  for (const auto& b : p.buffers) {
-    if (b.fixed_offset >= 0) bound = std::max(bound, b.fixed_offset + b.size);
-    if (b.size == 0) continue;
-    evs.push_back({b.lower, 1, b.size});
-    evs.push_back({b.upper, 0, b.size});
-  }
-  std::sort(evs.begin(), evs.end(), [](const ev& a, const ev& b) {
-    return a.t != b.t ? a.t < b.t : a.kind < b.kind;
-  });
-  if (g == 1) return std::max(bound, resident_peak(p));
-  // slack in [0, g): count live buffers per slack value would need g buckets; use a sorted multiset.
+  const auto evs = memplan::detail::lifetime_events(p, [&](std::size_t i) { return p.buffers[i].size > 0; });
   std::vector<std::int64_t> slacks;  // kept sorted; live set sizes are modest in practice
   std::int64_t cur = 0;
-  for (std::size_t i = 0; i < evs.size(); ++i) {
-    const auto& e = evs[i];
-    const auto aligned = align_up(e.size, g);
-    const auto slack = aligned - e.size;
+  for (std::size_t k = 0; k < evs.size(); ++k) {
+    const auto& e = evs[k];
+    const auto size = p.buffers[e.i].size;
+    const auto aligned = align_up(size, g);
+    const auto slack = aligned - size;
     if (e.kind == 1) {
       cur += aligned;
       slacks.insert(std::upper_bound(slacks.begin(), slacks.end(), slack), slack);
@@ -67,7 +49,7 @@ inline std::int64_t arena_lower_bound(const buffer_problem& p) {
       cur -= aligned;
       slacks.erase(std::lower_bound(slacks.begin(), slacks.end(), slack));
     }
-    const bool last_at_t = i + 1 == evs.size() || evs[i + 1].t != e.t;
+    const bool last_at_t = k + 1 == evs.size() || evs[k + 1].t != e.t;
     if (last_at_t && !slacks.empty()) bound = std::max(bound, cur - slacks.back());
   }
   return bound;
