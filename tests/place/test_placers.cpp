@@ -176,7 +176,7 @@ TEST_CASE("the referee finds an overlap exactly when a pairwise check does, on c
   CHECK(invalid >= 20);  // the moved buffers do overlap on many of them
 }
 
-TEST_CASE("lifetime events: by time, closes before opens, then by buffer; resident_peak is the largest step's live bytes") {
+TEST_CASE("lifetime events: by time, closes before opens, then by buffer, and resident_peak is the largest step's live bytes") {
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     auto p = random_instance(seed, {.buffers = 80, .steps = seed % 2 == 0 ? 12 : 40, .zero_sizes = true});
     const bool spread_out = seed % 4 == 1;
