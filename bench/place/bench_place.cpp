@@ -295,11 +295,28 @@ void large(const std::vector<std::size_t>& sizes) {
 }
 
 // ---- budgets ------------------------------------------------------------------------------------------------
+// Adversarial for the deadlines: n/2 nested lifetimes (each live from step i to 2n - i, aligned to 256:
+// the live set grows to n/2, so every gap search and every sweep works on a large set) and n/2 short
+// ones between them (1-50 steps).
+buffer_problem nested_and_short(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  buffer_problem p;
+  const auto steps = static_cast<std::int64_t>(2 * n);
+  auto size = [&] { return std::uniform_int_distribution<std::int64_t>(1, 100000)(g); };
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n / 2); ++i) p.buffers.push_back({i, steps - i, size(), 256});
+  for (std::size_t i = 0; i < n / 2; ++i) {
+    const auto t = std::uniform_int_distribution<std::int64_t>(0, steps - 2)(g);
+    p.buffers.push_back({t, t + std::uniform_int_distribution<std::int64_t>(1, 50)(g), size()});
+  }
+  return p;
+}
+
 void budgets(const std::vector<std::size_t>& sizes) {
   std::cout << "\n## Budgets: wall time against time_limit_s\n\n| set | buffers | placer | limit s | wall s | wall / limit | arena over bound % | placed by |\n"
                "|---|---:|---|---:|---:|---:|---:|---|\n";
   std::vector<named_problem> sets;
   for (auto n : sizes) sets.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 7 + n)});
+  for (std::size_t n : {5000, 60000}) sets.push_back({"nested and short " + std::to_string(n), nested_and_short(n, n)});
   for (const char* m : {"D", "F"})
     if (const auto f = data_dir / "benchmarks" / "minimalloc" / (std::string(m) + ".1048576.csv"); std::filesystem::exists(f))
       sets.push_back({std::string("minimalloc ") + m, io::read_buffers_csv_file(f.string()).problem});
