@@ -356,8 +356,6 @@ std::vector<std::int64_t> place_in_order(const buffer_problem& p, const std::vec
   return offsets;
 }
 
-// The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a first-fit free list
-// replayed over time (frees before allocations at equal steps), offsets shifted by that top.
 // Memory for the nodes of node-based containers that grow and shrink many times over (a sweep's free
 // lists): freed blocks go on a list per size and are handed out again; chunks are returned at the end.
 // Faster than malloc and than std::pmr::unsynchronized_pool_resource here (whose deallocate searches
@@ -396,6 +394,8 @@ class node_recycler : public std::pmr::memory_resource {
   std::vector<list> lists_;  // one per node size (a few)
 };
 
+// The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a best-fit free list
+// replayed over time (frees before allocations at equal steps), offsets shifted by that top.
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
                                               std::vector<std::int64_t> offsets) {
   std::int64_t base = 0, align = p.alignment;
