@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -458,7 +459,81 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
   q.buffers.push_back({0, 3, 30, 1, 0});
   const auto s = place::detail::best_fit_sweep{}.offsets(q, never);
   for (std::size_t i = 0; i < p.buffers.size(); ++i) CHECK(s[i] == o[i] + 64);
-  // Valid on random sets with alignments and pins.
+  // Valid on random sets with alignments and pins, and the same offsets as the rule replayed naively:
+  // free blocks in a plain list (merged with their neighbours on a free, the top lowered when the
+  // highest block is freed), a buffer taking the first block that holds it among the five smallest of
+  // at least its size (ties: lowest start), else the smallest of at least size + alignment - 1, else
+  // the top.
+  const auto naive = [](const buffer_problem& r) {
+    std::int64_t base = 0, align = r.alignment;
+    for (const auto& b : r.buffers) {
+      if (b.fixed_offset >= 0) base = std::max(base, b.fixed_offset + b.size);
+      align = std::max(align, effective_alignment(r, b));
+    }
+    base = align_up(base, align);
+    std::vector<std::int64_t> o(r.buffers.size(), -1);
+    std::vector<std::pair<std::int64_t, std::int64_t>> free_blocks;  // [start, end), relative to base
+    std::int64_t top = 0;
+    std::int64_t last = 0;
+    for (const auto& b : r.buffers) last = std::max(last, b.upper);
+    for (std::int64_t t = 0; t <= last; ++t) {
+      for (std::size_t i = 0; i < r.buffers.size(); ++i) {  // frees first
+        const auto& b = r.buffers[i];
+        if (b.upper != t || b.fixed_offset >= 0 || b.size == 0) continue;
+        auto start = o[i] - base, end = start + b.size;
+        for (bool merged = true; merged;) {
+          merged = false;
+          for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
+            if (it->second == start || it->first == end) {
+              start = std::min(start, it->first);
+              end = std::max(end, it->second);
+              free_blocks.erase(it);
+              merged = true;
+              break;
+            }
+        }
+        if (end == top) top = start;
+        else free_blocks.emplace_back(start, end);
+      }
+      for (std::size_t i = 0; i < r.buffers.size(); ++i) {
+        const auto& b = r.buffers[i];
+        if (b.lower != t || b.fixed_offset >= 0) continue;
+        if (b.size == 0) { o[i] = 0; continue; }
+        const auto a = effective_alignment(r, b);
+        auto by_size = free_blocks;
+        std::sort(by_size.begin(), by_size.end(), [](const auto& x, const auto& y) {
+          return std::pair(x.second - x.first, x.first) < std::pair(y.second - y.first, y.first);
+        });
+        std::optional<std::pair<std::int64_t, std::int64_t>> take;
+        int looked = 0;
+        for (const auto& f : by_size) {
+          if (f.second - f.first < b.size) continue;
+          if (looked++ == 5) break;
+          if (align_up(f.first, a) + b.size <= f.second) { take = f; break; }
+        }
+        if (!take)
+          for (const auto& f : by_size)
+            if (f.second - f.first >= b.size + a - 1) { take = f; break; }
+        std::int64_t pos;
+        if (take) {
+          pos = align_up(take->first, a);
+          free_blocks.erase(std::find(free_blocks.begin(), free_blocks.end(), *take));
+          if (take->first < pos) free_blocks.emplace_back(take->first, pos);
+          if (pos + b.size < take->second) free_blocks.emplace_back(pos + b.size, take->second);
+        } else {
+          pos = align_up(top, a);
+          if (pos > top) free_blocks.emplace_back(top, pos);
+          top = pos + b.size;
+        }
+        o[i] = base + pos;
+      }
+    }
+    for (std::size_t i = 0; i < r.buffers.size(); ++i)
+      if (r.buffers[i].fixed_offset >= 0) o[i] = r.buffers[i].fixed_offset;
+    return o;
+  };
+  CHECK(naive(p) == o);
+  CHECK(naive(q) == s);
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
     const auto r = random_instance(seed, {.buffers = 200, .steps = 60, .max_size = 1000, .alignments = true, .pinned = 0.1, .zero_sizes = true});
     buffer_placement pl;
@@ -466,6 +541,7 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
     pl.arena = place::detail::arena_of(r, pl.offsets);
     INFO("seed " << seed);
     CHECK(!check(r, pl));
+    CHECK(pl.offsets == naive(r));
   }
 }
 

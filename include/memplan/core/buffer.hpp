@@ -211,6 +211,7 @@ concept buffer_placer = requires(const P& p, const buffer_problem& bp) {
 #include <algorithm>
 
 #include <memplan/base/bit_tree.hpp>
+#include <memplan/base/radix_sort.hpp>
 
 namespace memplan {
 
@@ -239,11 +240,11 @@ inline std::optional<std::string> check(const buffer_problem& p, const buffer_pl
   // by (offset, index) -- their ranks in one sort, in a bit tree -- and each new buffer is checked
   // against its neighbours only: the open ones never overlap, so if it overlaps any, it overlaps the
   // one just below or just above it.
-  std::vector<std::pair<std::int64_t, std::size_t>> sorted;  // (offset, buffer): contiguous keys sort faster
+  std::vector<std::pair<std::uint64_t, std::size_t>> sorted;  // (offset, buffer), in buffer order
   sorted.reserve(n);
   for (std::size_t i = 0; i < n; ++i)
-    if (p.buffers[i].size > 0) sorted.emplace_back(pl.offsets[i], i);
-  std::sort(sorted.begin(), sorted.end());
+    if (p.buffers[i].size > 0) sorted.emplace_back(static_cast<std::uint64_t>(pl.offsets[i]), i);  // >= 0: checked above
+  base::sort_by_key(sorted);  // stable: by (offset, buffer)
   std::vector<std::size_t> by_offset(sorted.size()), rank(n, 0);
   for (std::size_t r = 0; r < sorted.size(); ++r) {
     by_offset[r] = sorted[r].second;

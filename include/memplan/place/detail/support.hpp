@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <iterator>
 #include <limits>
-#include <map>
 #include <memory_resource>
 #include <set>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -411,57 +411,101 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
     stacked[i] = 1;
   }
   const auto evs = memplan::detail::lifetime_events(p, [&](std::size_t i) { return stacked[i] != 0; });
-  // Best fit (a buffer takes the smallest free block that holds it): a free block by its start for
-  // merging, and by its size. O(log r) per event, where a first fit through the lowest 64 free blocks
-  // cost 50 ms at 100k buffers and left an arena 2.1x max load on dnn_like sets.
-  node_recycler pool;  // the trees' nodes come and go: recycled, not malloc'd
-  std::pmr::map<std::int64_t, std::int64_t> free_blocks(&pool);       // start -> end, relative to base
-  std::pmr::set<std::pair<std::int64_t, std::int64_t>> by_size(&pool);  // (end - start, start)
-  const auto add = [&](std::int64_t start, std::int64_t end) {
-    free_blocks.emplace(start, end);
-    by_size.emplace(end - start, start);
+  // Best fit (a buffer takes the smallest free block that holds it, the lowest of equal ones). The
+  // blocks below the top, used and free, form a list in address order, so a freed block merges with
+  // free neighbours in O(1); only the free ones are in a tree, by (size, start). Per buffer that is
+  // about three tree operations where a second tree of free blocks by start cost six (stop 50: 33 ms
+  // -> 20 ms at 100k buffers, the same offsets); a first fit through the lowest 64 free blocks had
+  // cost 50 ms there and left an arena 2.1x max load on dnn_like sets.
+  constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  struct block {
+    std::int64_t start, end;
+    std::uint32_t prev, next;  // neighbours in address order
+    bool free;
   };
-  const auto drop = [&](std::pmr::map<std::int64_t, std::int64_t>::iterator it) {
-    by_size.erase({it->second - it->first, it->first});
-    return free_blocks.erase(it);
+  std::vector<block> blocks;
+  std::vector<std::uint32_t> spare;                          // indices of blocks merged away, reused
+  std::vector<std::uint32_t> holds(p.buffers.size(), none);  // a stacked buffer's block while it is live
+  std::uint32_t last = none;                                 // the highest block (its end is the top)
+  node_recycler pool;  // the tree's nodes come and go: recycled, not malloc'd
+  using free_key = std::tuple<std::int64_t, std::int64_t, std::uint32_t>;  // (size, start, block)
+  std::pmr::set<free_key> by_size(&pool);
+  // A new block between prev and next (none: the list's end).
+  const auto make = [&](std::int64_t start, std::int64_t end, std::uint32_t prev, std::uint32_t next, bool free) {
+    std::uint32_t k;
+    if (!spare.empty()) {
+      k = spare.back();
+      spare.pop_back();
+      blocks[k] = {start, end, prev, next, free};
+    } else {
+      if (blocks.size() >= none) throw error(errc::limit_exceeded, "stack_on_top: more than 2^32 - 1 blocks");
+      k = static_cast<std::uint32_t>(blocks.size());
+      blocks.push_back({start, end, prev, next, free});
+    }
+    if (prev != none) blocks[prev].next = k;
+    if (next != none) blocks[next].prev = k;
+    else last = k;
+    if (free) by_size.emplace(end - start, start, k);
+    return k;
+  };
+  const auto unlink = [&](std::uint32_t k) {
+    const auto& b = blocks[k];
+    if (b.prev != none) blocks[b.prev].next = b.next;
+    if (b.next != none) blocks[b.next].prev = b.prev;
+    else last = b.prev;
+    spare.push_back(k);
+  };
+  const auto drop_free = [&](std::uint32_t k) {
+    by_size.erase({blocks[k].end - blocks[k].start, blocks[k].start, k});
+    unlink(k);
   };
   std::int64_t top = 0;
   for (const auto& e : evs) {
     const auto& b = p.buffers[e.i];
     if (e.kind == 0) {
-      auto start = offsets[e.i] - base, end = start + b.size;
-      auto next = free_blocks.lower_bound(start);
-      if (next != free_blocks.end() && next->first == end) {
-        end = next->second;
-        next = drop(next);
+      const auto k = holds[e.i];
+      auto start = blocks[k].start, end = blocks[k].end;
+      if (const auto next = blocks[k].next; next != none && blocks[next].free) {
+        end = blocks[next].end;
+        drop_free(next);
       }
-      if (next != free_blocks.begin() && std::prev(next)->second == start) {
-        start = std::prev(next)->first;
-        drop(std::prev(next));
+      if (const auto prev = blocks[k].prev; prev != none && blocks[prev].free) {
+        start = blocks[prev].start;
+        drop_free(prev);
       }
-      if (end == top) top = start;
-      else add(start, end);
+      if (blocks[k].next == none) {  // the highest block: the top comes down instead
+        top = start;
+        unlink(k);
+        continue;
+      }
+      blocks[k] = {start, end, blocks[k].prev, blocks[k].next, true};
+      by_size.emplace(end - start, start, k);
       continue;
     }
     const auto a = effective_alignment(p, b);
     // The smallest blocks of at least the size, a few of them for the alignment; then the smallest one
     // that holds the size whatever its start's alignment.
-    auto fits = [&](std::pmr::set<std::pair<std::int64_t, std::int64_t>>::iterator it) {
-      return align_up(it->second, a) + b.size <= it->second + it->first;
+    auto fits = [&](std::pmr::set<free_key>::iterator it) {
+      return align_up(std::get<1>(*it), a) + b.size <= std::get<1>(*it) + std::get<0>(*it);
     };
-    auto it = by_size.lower_bound({b.size, std::numeric_limits<std::int64_t>::min()});
+    auto it = by_size.lower_bound({b.size, std::numeric_limits<std::int64_t>::min(), 0});
     for (int looked = 0; it != by_size.end() && looked < 4 && !fits(it); ++it, ++looked) {}
-    if (it != by_size.end() && !fits(it)) it = by_size.lower_bound({b.size + a - 1, std::numeric_limits<std::int64_t>::min()});
+    if (it != by_size.end() && !fits(it)) it = by_size.lower_bound({b.size + a - 1, std::numeric_limits<std::int64_t>::min(), 0});
     std::int64_t pos;
     if (it != by_size.end()) {
-      const auto s = it->second, end = s + it->first;
+      const auto [length, s, k] = *it;
+      const auto end = s + length;
       pos = align_up(s, a);
-      drop(free_blocks.find(s));
-      if (s < pos) add(s, pos);
-      if (pos + b.size < end) add(pos + b.size, end);
+      by_size.erase(it);
+      // Block k now holds the buffer; the padding below it and the rest above it stay free.
+      blocks[k] = {pos, pos + b.size, blocks[k].prev, blocks[k].next, false};
+      if (s < pos) make(s, pos, blocks[k].prev, k, true);
+      if (pos + b.size < end) make(pos + b.size, end, k, blocks[k].next, true);
+      holds[e.i] = k;
     } else {
       pos = align_up(top, a);
-      if (pos > top) add(top, pos);
+      if (pos > top) make(top, pos, last, none, true);
+      holds[e.i] = make(pos, pos + b.size, last, none, false);
       top = pos + b.size;
     }
     offsets[e.i] = base + pos;
@@ -470,8 +514,9 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
 }
 
 // What a composite placer keeps back from its passes' deadline, by the number of buffers (measured at
-// 100k buffers on the 2-core host: the referee's final check about 0.25 us a buffer, the best-fit sweep
-// that stacks a cut pass's remaining buffers about 0.6 us; kept with a margin for slower hosts).
+// 100k buffers on the 2-core host, stop 50: the referee's final check 0.08-0.09 us a buffer, the
+// best-fit sweep that stacks a cut pass's remaining buffers 0.2-0.5 us; stop 49 saw 0.25 and 0.6 us
+// on a slower day of the same host: kept with a margin for that).
 inline double check_seconds(std::size_t buffers) { return 0.5e-6 * static_cast<double>(buffers); }
 inline double wrap_up_seconds(std::size_t buffers) { return 1.5e-6 * static_cast<double>(buffers); }
 // A greedy pass costs about 1 us a buffer to set up and 4-5 us a buffer in all at 100k buffers; with
@@ -480,7 +525,7 @@ inline double greedy_pass_seconds(std::size_t buffers) { return 5e-6 * static_ca
 
 // The cheapest valid pass: a best-fit allocator replayed over time (frees before allocations at equal
 // steps), O(n log n). What a composite placer starts from when its budget cannot pay for a whole greedy
-// pass (on dnn_like sets of 100k buffers it lands 0.1 % above max load in about 60 ms, where a cut
+// pass (on dnn_like sets of 100k buffers it lands 0.1 % above max load in 20-25 ms, where a cut
 // greedy pass stacks most of its buffers on top). Same interface as the greedy placers' offsets().
 struct best_fit_sweep {
   [[nodiscard]] std::string name() const { return "best_fit_sweep"; }
