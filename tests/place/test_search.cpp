@@ -463,8 +463,9 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
   // free blocks in a plain list (merged with their neighbours on a free, the top lowered when the
   // highest block is freed), a buffer taking the first block that holds it among the five smallest of
   // at least its size (ties: lowest start), else the smallest of at least size + alignment - 1, else
-  // the top.
-  const auto naive = [](const buffer_problem& r) {
+  // the top; the allocations of a step by index, or larger / longer-lived first (then by index).
+  using place::detail::sweep_ties;
+  const auto naive = [](const buffer_problem& r, sweep_ties ties = sweep_ties::by_index) {
     std::int64_t base = 0, align = r.alignment;
     for (const auto& b : r.buffers) {
       if (b.fixed_offset >= 0) base = std::max(base, b.fixed_offset + b.size);
@@ -495,9 +496,17 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
         if (end == top) top = start;
         else free_blocks.emplace_back(start, end);
       }
-      for (std::size_t i = 0; i < r.buffers.size(); ++i) {
+      std::vector<std::size_t> starting;
+      for (std::size_t i = 0; i < r.buffers.size(); ++i)
+        if (r.buffers[i].lower == t) starting.push_back(i);
+      const auto key = [&](std::size_t i) {
         const auto& b = r.buffers[i];
-        if (b.lower != t || b.fixed_offset >= 0) continue;
+        return ties == sweep_ties::by_index ? 0 : ties == sweep_ties::larger_first ? b.size : b.upper - b.lower;
+      };
+      std::stable_sort(starting.begin(), starting.end(), [&](std::size_t x, std::size_t y) { return key(x) > key(y); });
+      for (const auto i : starting) {
+        const auto& b = r.buffers[i];
+        if (b.fixed_offset >= 0) continue;
         if (b.size == 0) { o[i] = 0; continue; }
         const auto a = effective_alignment(r, b);
         auto by_size = free_blocks;
@@ -542,7 +551,15 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
     INFO("seed " << seed);
     CHECK(!check(r, pl));
     CHECK(pl.offsets == naive(r));
+    for (const auto ties : {sweep_ties::larger_first, sweep_ties::longer_first})
+      CHECK(place::detail::best_fit_sweep{.ties = ties}.offsets(r, never) == naive(r, ties));
   }
+  // The order within a step matters: two buffers start together, the larger first takes the freed
+  // block that fits it exactly, by index the smaller splits it first.
+  buffer_problem two;
+  two.buffers = {{0, 1, 100}, {0, 3, 10}, {1, 3, 40}, {1, 3, 100}};
+  CHECK(place::detail::best_fit_sweep{}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 0, 110});
+  CHECK(place::detail::best_fit_sweep{.ties = sweep_ties::larger_first}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 110, 0});
 }
 
 TEST_CASE("node limits make the searching placers deterministic") {

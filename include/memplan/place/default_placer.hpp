@@ -292,7 +292,7 @@ struct default_placer {
     // time for a whole greedy pass, the best-fit sweep first (a cut pass is usually worse).
     const auto room = [&] { return pass_until.seconds_left() > 1e-6 * static_cast<double>(n); };
     if (whole && best.offsets.empty() && pass_until.seconds_left() < detail::greedy_pass_seconds(n))
-      consider(pass(detail::best_fit_sweep{}));
+      detail::sweeps(search_until, [&](auto sweep) { consider(pass(sweep)); });  // complete: only the check follows
     if (whole && room()) consider(pass(greedy_by_breadth{}));
     if (whole && !good(best) && room()) consider(pass(best_fit{}));
     if (whole && !good(best) && room()) consider(pass(detail::first_fit_by_allocation{}));

@@ -75,7 +75,7 @@ inline buffer_placement greedy_incumbent(const buffer_problem& p, const deadline
   // A pass starts only if its setup (about 1 us per buffer) fits; with too little time for a whole
   // greedy pass, the best-fit sweep first (a cut pass is usually worse).
   const auto room = [&] { return pass_until.seconds_left() > 1e-6 * static_cast<double>(n); };
-  if (pass_until.seconds_left() < greedy_pass_seconds(n)) consider(best_fit_sweep{});
+  if (pass_until.seconds_left() < greedy_pass_seconds(n)) sweeps(until.kept_back(check_seconds(n)), consider);
   if (room()) consider(greedy_by_breadth{});
   if (best.arena > bound && room()) consider(best_fit{});
   if (best.arena > bound && room()) consider(greedy_by_size{});

@@ -302,8 +302,10 @@ class occupancy_index {
   std::vector<range> windows_, next_;     // its free windows that still fit, before and after a set
 };
 
+// The order of a sweep's allocations at one step: by buffer index, larger first, or longer-lived first.
+enum class sweep_ties { by_index, larger_first, longer_first };
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
-                                              std::vector<std::int64_t> offsets);
+                                              std::vector<std::int64_t> offsets, sweep_ties ties = sweep_ties::by_index);
 // place_in_order's loop from position `from` of `order`, on an index that already holds the pins and
 // every buffer of `offsets` that is not `unplaced` (those are skipped). With `ceiling`: when a buffer's
 // end would pass it, the loop stops there and sets *over (the offsets are then partial: the caller
@@ -395,9 +397,10 @@ class node_recycler : public std::pmr::memory_resource {
 };
 
 // The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a best-fit free list
-// replayed over time (frees before allocations at equal steps), offsets shifted by that top.
+// replayed over time (frees before allocations at equal steps, the allocations of a step in the order
+// `ties`), offsets shifted by that top.
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
-                                              std::vector<std::int64_t> offsets) {
+                                              std::vector<std::int64_t> offsets, sweep_ties ties) {
   std::int64_t base = 0, align = p.alignment;
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     if (offsets[i] != unplaced) base = std::max(base, offsets[i] + p.buffers[i].size);
@@ -410,7 +413,19 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
     if (p.buffers[i].size == 0) { offsets[i] = 0; continue; }
     stacked[i] = 1;
   }
-  const auto evs = memplan::detail::lifetime_events(p, [&](std::size_t i) { return stacked[i] != 0; });
+  auto evs = memplan::detail::lifetime_events(p, [&](std::size_t i) { return stacked[i] != 0; });
+  if (ties != sweep_ties::by_index) {
+    const auto key = [&](std::size_t i) {
+      const auto& b = p.buffers[i];
+      return ties == sweep_ties::larger_first ? b.size : b.upper - b.lower;
+    };
+    for (std::size_t a = 0, z = 0; a < evs.size(); a = z) {
+      for (z = a + 1; z < evs.size() && evs[z].t == evs[a].t && evs[z].kind == evs[a].kind;) ++z;
+      if (evs[a].kind == 1 && z - a > 1)
+        std::stable_sort(evs.begin() + static_cast<std::ptrdiff_t>(a), evs.begin() + static_cast<std::ptrdiff_t>(z),
+                         [&](const auto& x, const auto& y) { return key(x.i) > key(y.i); });
+    }
+  }
   // Best fit (a buffer takes the smallest free block that holds it, the lowest of equal ones). The
   // blocks below the top, used and free, form a list in address order, so a freed block merges with
   // free neighbours in O(1); only the free ones are in a tree, by (size, start). Per buffer that is
@@ -528,7 +543,10 @@ inline double greedy_pass_seconds(std::size_t buffers) { return 5e-6 * static_ca
 // pass (on dnn_like sets of 100k buffers it lands 0.1 % above max load in 20-25 ms, where a cut
 // greedy pass stacks most of its buffers on top). Same interface as the greedy placers' offsets().
 struct best_fit_sweep {
-  [[nodiscard]] std::string name() const { return "best_fit_sweep"; }
+  sweep_ties ties = sweep_ties::by_index;
+  [[nodiscard]] std::string name() const {
+    return ties == sweep_ties::by_index ? "best_fit_sweep" : ties == sweep_ties::larger_first ? "best_fit_sweep(larger first)" : "best_fit_sweep(longer first)";
+  }
   template <class Deadline>
   [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline&, bool* = nullptr) const {
     std::vector<std::int64_t> offsets(p.buffers.size(), unplaced);
@@ -537,9 +555,24 @@ struct best_fit_sweep {
       if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
       else rest.push_back(i);
     }
-    return stack_on_top(p, rest, std::move(offsets));
+    return stack_on_top(p, rest, std::move(offsets), ties);
   }
 };
+
+// The sweeps a composite placer starts from when a whole greedy pass does not fit: the best-fit sweep,
+// then, while `until` (the caller's deadline less the final check: a sweep places every buffer, nothing
+// is left to stack) leaves half as much again as the first took, the same with the allocations of a
+// step larger first and longer-lived first (`consider` keeps the best). On training-shaped lists the
+// order within a step matters: dnn_like, 100k buffers: 0.126 % above max load by index, 0.042 % larger
+// first, 0.038 % longer first; MiniMalloc's D 48.9 / 43.1 / 36.0 % (no order is best on every set).
+template <class Consider>
+void sweeps(const deadline& until, Consider&& consider) {
+  const auto started = std::chrono::steady_clock::now();
+  consider(best_fit_sweep{});
+  const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const auto ties : {sweep_ties::larger_first, sweep_ties::longer_first})
+    if (until.seconds_left() > 1.5 * took) consider(best_fit_sweep{.ties = ties});
+}
 
 // Buffers that are not pinned, in index order.
 inline std::vector<std::size_t> free_buffers(const buffer_problem& p) {
