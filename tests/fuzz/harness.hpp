@@ -30,6 +30,7 @@
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
 #include <memplan/place/best_fit.hpp>
+#include <memplan/place/detail/support.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/schedule/given.hpp>
 
@@ -271,6 +272,23 @@ inline int buffers_csv(const std::uint8_t* data, std::size_t size) {
   };
   check_placer("best_fit", place::best_fit{});
   check_placer("greedy_by_size", place::greedy_by_size{});
+  // The best- and first-fit sweeps in each order of a step's allocations: what the composite placers
+  // start from under tight budgets (place/detail/support.hpp), on the problems the placers accept.
+  try {
+    place::validate(list.problem);
+  } catch (const error&) {
+    return 0;  // refused above with a clear error
+  }
+  using place::detail::sweep_ties;
+  for (const auto ties : {sweep_ties::by_index, sweep_ties::larger_first, sweep_ties::longer_first})
+    for (const auto rule : {place::detail::fit::best, place::detail::fit::first}) {
+      const auto sweep = place::detail::allocator_sweep{.rule = rule, .ties = ties};
+      place::buffer_placement pl;
+      pl.offsets = sweep.offsets(list.problem, deadline::never());
+      pl.arena = place::detail::arena_of(list.problem, pl.offsets);
+      if (pl.arena > list.problem.capacity) continue;  // the sweep ignores the capacity; the placers check it
+      if (auto bad = place::check(list.problem, pl)) throw finding(sweep.name() + " returned an invalid placement: " + *bad);
+    }
   return 0;
 }
 

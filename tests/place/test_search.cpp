@@ -3,6 +3,7 @@
 // cut the work short but still return valid placements (no timing assertions: only validity).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -428,7 +429,7 @@ TEST_CASE("deadlines cut the work short and the best placement so far is valid")
   const auto cut = greedy_by_breadth{}.place(big, expired);
   CHECK(!check(big, cut));
   CHECK(cut.note.find("time limit hit") != std::string::npos);
-  const auto sweep = place::detail::best_fit_sweep{}.offsets(big, expired);
+  const auto sweep = place::detail::allocator_sweep{}.offsets(big, expired);
   buffer_placement pl;
   pl.offsets = sweep;
   pl.arena = place::detail::arena_of(big, sweep);
@@ -444,6 +445,41 @@ TEST_CASE("deadlines cut the work short and the best placement so far is valid")
   if (!early.optimal) CHECK(early.note.find("gap") != std::string::npos);
 }
 
+TEST_CASE("blocks_by_address: the lowest free block that holds a size at an alignment, as a scan finds it") {
+  using place::detail::blocks_by_address;
+  std::mt19937_64 g(5);
+  blocks_by_address tree;
+  std::map<std::int64_t, std::pair<std::int64_t, std::uint32_t>> blocks;  // start -> (length, id)
+  std::uint32_t next_id = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const auto start = std::uniform_int_distribution<std::int64_t>(0, 1 << 20)(g);
+    if (g() % 3 != 0 || blocks.empty()) {  // insert a block that overlaps no other
+      const auto length = std::uniform_int_distribution<std::int64_t>(1, 4096)(g);
+      auto after = blocks.lower_bound(start);
+      const bool clear = (after == blocks.end() || after->first >= start + length) &&
+                         (after == blocks.begin() || std::prev(after)->first + std::prev(after)->second.first <= start);
+      if (clear) {
+        tree.insert(start, length, next_id);
+        blocks[start] = {length, next_id++};
+      }
+    } else {  // erase the block at or after start (else the first)
+      auto it = blocks.lower_bound(start);
+      if (it == blocks.end()) it = blocks.begin();
+      tree.erase(it->first);
+      blocks.erase(it);
+    }
+    const auto size = std::uniform_int_distribution<std::int64_t>(1, 4096)(g);
+    const auto align = std::int64_t{1} << std::uniform_int_distribution<int>(0, 8)(g);
+    auto expected = blocks_by_address::none;
+    for (const auto& [s, b] : blocks)
+      if (align_up(s, align) + size <= s + b.first) {
+        expected = b.second;
+        break;
+      }
+    REQUIRE(tree.lowest_fit(size, align) == expected);
+  }
+}
+
 TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds it, and stacks above placed buffers") {
   // Step 0: a (100), b (10), c (50), d (10) from offset 0 up; step 1: a and c end, leaving free blocks
   // of 100 and 50 bytes; step 2: e (50 bytes) takes the 50-byte block (first fit would take offset 0),
@@ -451,13 +487,13 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
   buffer_problem p;
   p.buffers = {{0, 1, 100}, {0, 3, 10}, {0, 1, 50}, {0, 3, 10}, {2, 3, 50}, {2, 3, 60}, {2, 3, 8, 64}};
   const auto never = deadline::never();
-  const auto o = place::detail::best_fit_sweep{}.offsets(p, never);
+  const auto o = place::detail::allocator_sweep{}.offsets(p, never);
   CHECK(o == std::vector<std::int64_t>{0, 100, 110, 160, 110, 0, 64});
   // Stacked above what is placed: the same buffers above a pinned one, shifted by its top (aligned to
   // the largest alignment).
   auto q = p;
   q.buffers.push_back({0, 3, 30, 1, 0});
-  const auto s = place::detail::best_fit_sweep{}.offsets(q, never);
+  const auto s = place::detail::allocator_sweep{}.offsets(q, never);
   for (std::size_t i = 0; i < p.buffers.size(); ++i) CHECK(s[i] == o[i] + 64);
   // Valid on random sets with alignments and pins, and the same offsets as the rule replayed naively:
   // free blocks in a plain list (merged with their neighbours on a free, the top lowered when the
@@ -546,20 +582,34 @@ TEST_CASE("best_fit_sweep: each buffer takes the smallest free block that holds 
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
     const auto r = random_instance(seed, {.buffers = 200, .steps = 60, .max_size = 1000, .alignments = true, .pinned = 0.1, .zero_sizes = true});
     buffer_placement pl;
-    pl.offsets = place::detail::best_fit_sweep{}.offsets(r, never);
+    pl.offsets = place::detail::allocator_sweep{}.offsets(r, never);
     pl.arena = place::detail::arena_of(r, pl.offsets);
     INFO("seed " << seed);
     CHECK(!check(r, pl));
     CHECK(pl.offsets == naive(r));
     for (const auto ties : {sweep_ties::larger_first, sweep_ties::longer_first})
-      CHECK(place::detail::best_fit_sweep{.ties = ties}.offsets(r, never) == naive(r, ties));
+      CHECK(place::detail::allocator_sweep{.ties = ties}.offsets(r, never) == naive(r, ties));
+    buffer_placement ff;  // first fit: stacked above the pins too
+    ff.offsets = place::detail::allocator_sweep{.rule = place::detail::fit::first}.offsets(r, never);
+    ff.arena = place::detail::arena_of(r, ff.offsets);
+    CHECK(!check(r, ff));
+  }
+  // First fit with a step's allocations larger first places as first_fit_by_allocation (the lowest gap
+  // among the buffers placed before and live at the start) when nothing is pinned.
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const auto r = random_instance(seed, {.buffers = 300, .steps = 80, .max_size = 5000, .alignments = seed % 2 == 0, .zero_sizes = true});
+    INFO("seed " << seed);
+    const auto first = place::detail::allocator_sweep{.rule = place::detail::fit::first, .ties = sweep_ties::larger_first};
+    const auto greedy = place::detail::first_fit_by_allocation{}.by_greedy_pass(r, never);
+    CHECK(first.offsets(r, never) == greedy);
+    CHECK(place::detail::first_fit_by_allocation{}.offsets(r, never) == greedy);
   }
   // The order within a step matters: two buffers start together, the larger first takes the freed
   // block that fits it exactly, by index the smaller splits it first.
   buffer_problem two;
   two.buffers = {{0, 1, 100}, {0, 3, 10}, {1, 3, 40}, {1, 3, 100}};
-  CHECK(place::detail::best_fit_sweep{}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 0, 110});
-  CHECK(place::detail::best_fit_sweep{.ties = sweep_ties::larger_first}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 110, 0});
+  CHECK(place::detail::allocator_sweep{}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 0, 110});
+  CHECK(place::detail::allocator_sweep{.ties = sweep_ties::larger_first}.offsets(two, never) == std::vector<std::int64_t>{0, 100, 110, 0});
 }
 
 TEST_CASE("node limits make the searching placers deterministic") {

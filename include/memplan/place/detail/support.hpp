@@ -305,7 +305,8 @@ class occupancy_index {
 // The order of a sweep's allocations at one step: by buffer index, larger first, or longer-lived first.
 enum class sweep_ties { by_index, larger_first, longer_first };
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
-                                              std::vector<std::int64_t> offsets, sweep_ties ties = sweep_ties::by_index);
+                                              std::vector<std::int64_t> offsets, sweep_ties ties = sweep_ties::by_index,
+                                              fit rule = fit::best);
 // place_in_order's loop from position `from` of `order`, on an index that already holds the pins and
 // every buffer of `offsets` that is not `unplaced` (those are skipped). With `ceiling`: when a buffer's
 // end would pass it, the loop stops there and sets *over (the offsets are then partial: the caller
@@ -396,11 +397,109 @@ class node_recycler : public std::pmr::memory_resource {
   std::vector<list> lists_;  // one per node size (a few)
 };
 
-// The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a best-fit free list
-// replayed over time (frees before allocations at equal steps, the allocations of a step in the order
-// `ties`), offsets shifted by that top.
+// Free blocks by address for a first-fit sweep: a treap keyed by start whose nodes keep the longest
+// block of their subtree, so the lowest block that holds a size is found in O(log n) expected (the
+// priorities come from a fixed generator: the same input, the same tree). Each block carries an id.
+class blocks_by_address {
+ public:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  void insert(std::int64_t start, std::int64_t length, std::uint32_t id) {
+    std::uint32_t x;
+    if (!spare_.empty()) {
+      x = spare_.back();
+      spare_.pop_back();
+    } else {
+      if (nodes_.size() >= none) throw error(errc::limit_exceeded, "blocks_by_address: more than 2^32 - 1 free blocks");
+      x = static_cast<std::uint32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    seed_ ^= seed_ << 13;
+    seed_ ^= seed_ >> 7;
+    seed_ ^= seed_ << 17;
+    nodes_[x] = {start, length, length, seed_, none, none, id};
+    auto [lo, hi] = split(root_, start);
+    root_ = merge(merge(lo, x), hi);
+  }
+  void erase(std::int64_t start) {
+    auto [lo, rest] = split(root_, start);
+    auto [mid, hi] = split(rest, start + 1);
+    if (mid != none) spare_.push_back(mid);  // (one node: starts are distinct)
+    root_ = merge(lo, hi);
+  }
+  // The id of the lowest block in which `size` fits at an offset aligned to `align`, or none. A block
+  // of at least size + align - 1 bytes always holds it; lower blocks of at least `size` are tried
+  // first, up to 1,024 that fail on their alignment (then the lowest certain fit: a bound on the work
+  // that first_fit_by_allocation, which it equals otherwise, does not have).
+  [[nodiscard]] std::uint32_t lowest_fit(std::int64_t size, std::int64_t align) const {
+    int failures = 0;
+    auto found = none;
+    const auto walk = [&](const auto& self, std::uint32_t x, std::int64_t at_least) -> bool {  // true: stop
+      if (x == none || nodes_[x].longest < at_least) return false;
+      if (self(self, nodes_[x].left, at_least)) return true;
+      const auto& b = nodes_[x];
+      if (b.length >= at_least) {
+        if (align_up(b.start, align) + size <= b.start + b.length) {
+          found = b.id;
+          return true;
+        }
+        if (++failures > 1024) return true;
+      }
+      return self(self, nodes_[x].right, at_least);
+    };
+    walk(walk, root_, size);
+    if (found == none && failures > 1024) walk(walk, root_, size + align - 1);
+    return found;
+  }
+
+ private:
+  struct node {
+    std::int64_t start = 0, length = 0, longest = 0;  // longest: of the subtree
+    std::uint32_t priority = 0, left = none, right = none, id = none;
+  };
+  void update(std::uint32_t x) {
+    auto& n = nodes_[x];
+    n.longest = n.length;
+    if (n.left != none) n.longest = std::max(n.longest, nodes_[n.left].longest);
+    if (n.right != none) n.longest = std::max(n.longest, nodes_[n.right].longest);
+  }
+  // (starts < key, starts >= key)
+  std::pair<std::uint32_t, std::uint32_t> split(std::uint32_t x, std::int64_t key) {
+    if (x == none) return {none, none};
+    if (nodes_[x].start < key) {
+      auto [lo, hi] = split(nodes_[x].right, key);
+      nodes_[x].right = lo;
+      update(x);
+      return {x, hi};
+    }
+    auto [lo, hi] = split(nodes_[x].left, key);
+    nodes_[x].left = hi;
+    update(x);
+    return {lo, x};
+  }
+  std::uint32_t merge(std::uint32_t a, std::uint32_t b) {
+    if (a == none) return b;
+    if (b == none) return a;
+    if (nodes_[a].priority > nodes_[b].priority) {
+      nodes_[a].right = merge(nodes_[a].right, b);
+      update(a);
+      return a;
+    }
+    nodes_[b].left = merge(a, nodes_[b].left);
+    update(b);
+    return b;
+  }
+  std::vector<node> nodes_;
+  std::vector<std::uint32_t> spare_;
+  std::uint32_t root_ = none;
+  std::uint32_t seed_ = 2463534242u;
+};
+
+// The buffers `rest` (unplaced, unpinned) go above the top of everything placed: a free list replayed
+// over time (frees before allocations at equal steps, the allocations of a step in the order `ties`),
+// each buffer in the smallest free block that holds it (`fit::best`) or the lowest (`fit::first`),
+// offsets shifted by that top.
 inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std::vector<std::size_t>& rest,
-                                              std::vector<std::int64_t> offsets, sweep_ties ties) {
+                                              std::vector<std::int64_t> offsets, sweep_ties ties, fit rule) {
   std::int64_t base = 0, align = p.alignment;
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     if (offsets[i] != unplaced) base = std::max(base, offsets[i] + p.buffers[i].size);
@@ -444,7 +543,16 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
   std::uint32_t last = none;                                 // the highest block (its end is the top)
   node_recycler pool;  // the tree's nodes come and go: recycled, not malloc'd
   using free_key = std::tuple<std::int64_t, std::int64_t, std::uint32_t>;  // (size, start, block)
-  std::pmr::set<free_key> by_size(&pool);
+  std::pmr::set<free_key> by_size(&pool);  // best fit
+  blocks_by_address by_address;           // first fit
+  const auto add_free = [&](std::uint32_t k) {
+    if (rule == fit::best) by_size.emplace(blocks[k].end - blocks[k].start, blocks[k].start, k);
+    else by_address.insert(blocks[k].start, blocks[k].end - blocks[k].start, k);
+  };
+  const auto remove_free = [&](std::uint32_t k) {
+    if (rule == fit::best) by_size.erase({blocks[k].end - blocks[k].start, blocks[k].start, k});
+    else by_address.erase(blocks[k].start);
+  };
   // A new block between prev and next (none: the list's end).
   const auto make = [&](std::int64_t start, std::int64_t end, std::uint32_t prev, std::uint32_t next, bool free) {
     std::uint32_t k;
@@ -460,7 +568,7 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
     if (prev != none) blocks[prev].next = k;
     if (next != none) blocks[next].prev = k;
     else last = k;
-    if (free) by_size.emplace(end - start, start, k);
+    if (free) add_free(k);
     return k;
   };
   const auto unlink = [&](std::uint32_t k) {
@@ -471,7 +579,7 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
     spare.push_back(k);
   };
   const auto drop_free = [&](std::uint32_t k) {
-    by_size.erase({blocks[k].end - blocks[k].start, blocks[k].start, k});
+    remove_free(k);
     unlink(k);
   };
   std::int64_t top = 0;
@@ -494,24 +602,31 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
         continue;
       }
       blocks[k] = {start, end, blocks[k].prev, blocks[k].next, true};
-      by_size.emplace(end - start, start, k);
+      add_free(k);
       continue;
     }
     const auto a = effective_alignment(p, b);
-    // The smallest blocks of at least the size, a few of them for the alignment; then the smallest one
-    // that holds the size whatever its start's alignment.
-    auto fits = [&](std::pmr::set<free_key>::iterator it) {
-      return align_up(std::get<1>(*it), a) + b.size <= std::get<1>(*it) + std::get<0>(*it);
-    };
-    auto it = by_size.lower_bound({b.size, std::numeric_limits<std::int64_t>::min(), 0});
-    for (int looked = 0; it != by_size.end() && looked < 4 && !fits(it); ++it, ++looked) {}
-    if (it != by_size.end() && !fits(it)) it = by_size.lower_bound({b.size + a - 1, std::numeric_limits<std::int64_t>::min(), 0});
+    auto k = none;
+    auto hit = by_size.end();
+    if (rule == fit::first) {
+      k = by_address.lowest_fit(b.size, a);
+    } else {
+      // The smallest blocks of at least the size, a few of them for the alignment; then the smallest
+      // one that holds the size whatever its start's alignment.
+      auto fits = [&](std::pmr::set<free_key>::iterator it) {
+        return align_up(std::get<1>(*it), a) + b.size <= std::get<1>(*it) + std::get<0>(*it);
+      };
+      auto it = by_size.lower_bound({b.size, std::numeric_limits<std::int64_t>::min(), 0});
+      for (int looked = 0; it != by_size.end() && looked < 4 && !fits(it); ++it, ++looked) {}
+      if (it != by_size.end() && !fits(it)) it = by_size.lower_bound({b.size + a - 1, std::numeric_limits<std::int64_t>::min(), 0});
+      if (it != by_size.end()) k = std::get<2>(*(hit = it));
+    }
     std::int64_t pos;
-    if (it != by_size.end()) {
-      const auto [length, s, k] = *it;
-      const auto end = s + length;
+    if (k != none) {
+      const auto s = blocks[k].start, end = blocks[k].end;
       pos = align_up(s, a);
-      by_size.erase(it);
+      if (rule == fit::best) by_size.erase(hit);  // (by its iterator: no second search)
+      else by_address.erase(s);
       // Block k now holds the buffer; the padding below it and the rest above it stay free.
       blocks[k] = {pos, pos + b.size, blocks[k].prev, blocks[k].next, false};
       if (s < pos) make(s, pos, blocks[k].prev, k, true);
@@ -538,14 +653,20 @@ inline double wrap_up_seconds(std::size_t buffers) { return 1.5e-6 * static_cast
 // less time left than that, a cut pass (its rest stacked on top) is usually worse than the sweep.
 inline double greedy_pass_seconds(std::size_t buffers) { return 5e-6 * static_cast<double>(buffers); }
 
-// The cheapest valid pass: a best-fit allocator replayed over time (frees before allocations at equal
-// steps), O(n log n). What a composite placer starts from when its budget cannot pay for a whole greedy
-// pass (on dnn_like sets of 100k buffers it lands 0.1 % above max load in 20-25 ms, where a cut
-// greedy pass stacks most of its buffers on top). Same interface as the greedy placers' offsets().
-struct best_fit_sweep {
+// The cheapest valid passes: an allocator replayed over time (frees before allocations at equal
+// steps), best fit or first fit, O(n log n). What a composite placer starts from when its budget cannot
+// pay for a whole greedy pass (on dnn_like sets of 100k buffers best fit lands 0.1 % above max load in
+// 20-25 ms, where a cut greedy pass stacks most of its buffers on top). Same interface as the greedy
+// placers' offsets(). Without pins, first fit with a step's allocations larger first places exactly
+// as first_fit_by_allocation's greedy pass (the lowest gap among the buffers live at a buffer's start
+// is the lowest free block then; tested), unless more than 1,024 lower blocks fail on alignment alone,
+// in O(n log n) where that pass searches the live buffers; first_fit_by_allocation uses it.
+struct allocator_sweep {
+  fit rule = fit::best;
   sweep_ties ties = sweep_ties::by_index;
   [[nodiscard]] std::string name() const {
-    return ties == sweep_ties::by_index ? "best_fit_sweep" : ties == sweep_ties::larger_first ? "best_fit_sweep(larger first)" : "best_fit_sweep(longer first)";
+    return std::string(rule == fit::best ? "best_fit_sweep" : "first_fit_sweep") +
+           (ties == sweep_ties::by_index ? "" : ties == sweep_ties::larger_first ? "(larger first)" : "(longer first)");
   }
   template <class Deadline>
   [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline&, bool* = nullptr) const {
@@ -555,23 +676,25 @@ struct best_fit_sweep {
       if (p.buffers[i].fixed_offset >= 0) offsets[i] = p.buffers[i].fixed_offset;
       else rest.push_back(i);
     }
-    return stack_on_top(p, rest, std::move(offsets), ties);
+    return stack_on_top(p, rest, std::move(offsets), ties, rule);
   }
 };
 
 // The sweeps a composite placer starts from when a whole greedy pass does not fit: the best-fit sweep,
 // then, while `until` (the caller's deadline less the final check: a sweep places every buffer, nothing
 // is left to stack) leaves half as much again as the first took, the same with the allocations of a
-// step larger first and longer-lived first (`consider` keeps the best). On training-shaped lists the
-// order within a step matters: dnn_like, 100k buffers: 0.126 % above max load by index, 0.042 % larger
-// first, 0.038 % longer first; MiniMalloc's D 48.9 / 43.1 / 36.0 % (no order is best on every set).
+// step larger first and longer-lived first, and first fit (larger first) (`consider` keeps the best).
+// The order within a step matters on training-shaped lists (dnn_like, 100k buffers: 0.126 % above max
+// load by index, 0.042 % larger first, 0.038 % longer first) and first fit on compiler traces
+// (idealloc's pangu set: 19.4 % best fit in every order, 12.2 % first fit); no sweep is best on every set.
 template <class Consider>
 void sweeps(const deadline& until, Consider&& consider) {
   const auto started = std::chrono::steady_clock::now();
-  consider(best_fit_sweep{});
+  consider(allocator_sweep{});
   const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  for (const auto ties : {sweep_ties::larger_first, sweep_ties::longer_first})
-    if (until.seconds_left() > 1.5 * took) consider(best_fit_sweep{.ties = ties});
+  for (const auto& sweep : {allocator_sweep{.rule = fit::first, .ties = sweep_ties::larger_first},
+                            allocator_sweep{.ties = sweep_ties::larger_first}, allocator_sweep{.ties = sweep_ties::longer_first}})
+    if (until.seconds_left() > 1.5 * took) consider(sweep);
 }
 
 // Buffers that are not pinned, in index order.
