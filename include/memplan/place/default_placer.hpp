@@ -303,11 +303,17 @@ struct default_placer {
     // A pass starts only if its setup (about 1 us per buffer) fits in the time left; with too little
     // time for a whole greedy pass, the best-fit sweep first (a cut pass is usually worse).
     const auto room = [&] { return pass_until.seconds_left() > 1e-6 * static_cast<double>(n); };
+    // Without pins the first-fit sweep (larger first) is first_fit_by_allocation's placement: not twice.
+    const bool pinned = std::any_of(p.buffers.begin(), p.buffers.end(), [](const buffer& b) { return b.fixed_offset >= 0; });
+    bool first_fit_placed = false;
     if (whole && best.offsets.empty() && pass_until.seconds_left() < detail::greedy_pass_seconds(n))
-      detail::sweeps(search_until, [&](auto sweep) { consider(pass(sweep)); });  // complete: only the check follows
+      detail::sweeps(search_until, [&](const detail::allocator_sweep& sweep) {  // complete: only the check follows
+        consider(pass(sweep));
+        first_fit_placed |= !pinned && sweep.rule == detail::fit::first && sweep.ties == detail::sweep_ties::larger_first;
+      });
     if (whole && room()) consider(pass(greedy_by_breadth{}));
     if (whole && !good(best) && room()) consider(pass(best_fit{}));
-    if (whole && !good(best) && room()) consider(pass(detail::first_fit_by_allocation{}));
+    if (whole && !good(best) && room() && !first_fit_placed) consider(pass(detail::first_fit_by_allocation{}));
     if (whole && !good(best) && room()) {
       // Minimisation from a start more than order_search_gap above the bound keeps a share of the time
       // for the order search below (the search closes small gaps, seldom large ones on big sets).

@@ -530,7 +530,8 @@ inline std::vector<std::int64_t> stack_on_top(const buffer_problem& p, const std
   // free neighbours in O(1); only the free ones are in a tree, by (size, start). Per buffer that is
   // about three tree operations where a second tree of free blocks by start cost six (stop 50: 33 ms
   // -> 20 ms at 100k buffers, the same offsets); a first fit through the lowest 64 free blocks had
-  // cost 50 ms there and left an arena 2.1x max load on dnn_like sets.
+  // cost 50 ms there and left an arena 2.1x max load on dnn_like sets. First fit keeps the free blocks
+  // in blocks_by_address instead of the size tree.
   constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
   struct block {
     std::int64_t start, end;
