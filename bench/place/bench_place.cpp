@@ -6,6 +6,8 @@
 //  * large:      1k-100k buffer sets (idealloc's, DNN-like, real exports tiled like a compiler trace of
 //                several micro-batches) with the default placer's defaults;
 //  * budgets:    wall time against time_limit_s for the searching placers;
+//  * sweeps:     the fixed work under a tight budget: each allocator sweep, first_fit_by_allocation's greedy
+//                pass against the first-fit sweep that replaces it, and the referee's check;
 //  * exports:    every bundled real export planned with the CLI's defaults (fragmentation, plan time);
 //  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
 //  * recompute:  the buffers of recompute plans (Inception-v3 at batch 32, the default checkpointer at
@@ -339,6 +341,55 @@ void budgets(const std::vector<std::size_t>& sizes) {
   std::printf("\nLargest overrun: %.3f s (%s)\n", worst, worst_at.c_str());
 }
 
+// ---- sweeps: the cheap passes and the referee, timed --------------------------------------------------------
+void sweeps(const std::vector<std::size_t>& sizes) {
+  std::cout << "\n## Sweeps and the referee: wall s (best of 3), % above max load\n\n"
+               "| set | buffers | best fit | larger first | longer first | first fit (larger first) | first_fit_by_allocation greedy pass | same offsets | check |\n"
+               "|---|---:|---|---|---|---|---|---|---:|\n";
+  std::vector<named_problem> sets;
+  for (auto n : sizes) sets.push_back({"dnn_like " + std::to_string(n), dnn_like(n, 7 + n)});
+  for (std::size_t n : {5000, 60000}) sets.push_back({"nested and short " + std::to_string(n), nested_and_short(n, n)});
+  if (const auto f = data_dir / "benchmarks" / "idealloc" / "pangu_2.6B.csv"; std::filesystem::exists(f))
+    sets.push_back({"idealloc pangu_2.6B", io::read_buffers_csv_file(f.string()).problem});
+  const auto never = deadline::never();
+  for (const auto& [name, p] : sets) {
+    const auto lb = arena_lower_bound(p);
+    std::vector<std::int64_t> last;
+    const auto timed = [&](auto&& run) {  // "s, %" of the best of three runs
+      double best = 1e300;
+      for (int k = 0; k < 3; ++k) {
+        const auto t0 = clock_type::now();
+        last = run();
+        best = std::min(best, seconds_since(t0));
+      }
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%.4f s, %.3f %%", best,
+                    100.0 * static_cast<double>(place::detail::arena_of(p, last) - lb) / static_cast<double>(std::max<std::int64_t>(1, lb)));
+      return std::string(cell);
+    };
+    using place::detail::allocator_sweep;
+    using place::detail::sweep_ties;
+    const auto best_fit_cell = timed([&] { return allocator_sweep{}.offsets(p, never); });
+    buffer_placement pl;
+    pl.offsets = last;
+    pl.arena = place::detail::arena_of(p, last);
+    const auto larger = timed([&] { return allocator_sweep{.ties = sweep_ties::larger_first}.offsets(p, never); });
+    const auto longer = timed([&] { return allocator_sweep{.ties = sweep_ties::longer_first}.offsets(p, never); });
+    const auto first = timed([&] { return allocator_sweep{.rule = place::detail::fit::first, .ties = sweep_ties::larger_first}.offsets(p, never); });
+    const auto first_offsets = last;
+    const auto greedy = timed([&] { return place::detail::first_fit_by_allocation{}.by_greedy_pass(p, never); });
+    double check_s = 1e300;
+    for (int k = 0; k < 3; ++k) {
+      const auto t0 = clock_type::now();
+      if (check(p, pl)) std::cout << "(invalid placement!)";
+      check_s = std::min(check_s, seconds_since(t0));
+    }
+    std::printf("| %s | %zu | %s | %s | %s | %s | %s | %s | %.4f |\n", name.c_str(), p.buffers.size(), best_fit_cell.c_str(), larger.c_str(),
+                longer.c_str(), first.c_str(), greedy.c_str(), first_offsets == last ? "yes" : "no", check_s);
+    std::fflush(stdout);
+  }
+}
+
 #ifdef MEMPLAN_BENCH_WITH_JSON
 std::string export_match;  // --match: only the exports whose file name contains it (and no synthetic row)
 
@@ -599,7 +650,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
   std::set<std::string> only;
-  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "exports", "cut", "recompute", "synthetic", "model_like"};
+  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "sweeps", "exports", "cut", "recompute", "synthetic", "model_like"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
@@ -615,7 +666,7 @@ int main(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,exports,cut,recompute,synthetic,model_like] [--quick] "
+      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,sweeps,exports,cut,recompute,synthetic,model_like] [--quick] "
                    "[--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]\n";
       return 2;
     }
@@ -627,6 +678,7 @@ int main(int argc, char** argv) {
   if (want("bounds")) bounds(std::min(mm_time, 10.0));
   if (want("large")) large(sizes);
   if (want("budgets")) budgets(sizes);
+  if (want("sweeps")) sweeps(sizes);
 #ifdef MEMPLAN_BENCH_WITH_JSON
   if (want("exports")) real_exports();
   if (want("cut")) cut_bounds();
