@@ -98,11 +98,19 @@ TEST_CASE("pipeline: the context's stop cuts every searching stage's time limit 
   CHECK(ctx.time_limit_or(3.0) == 3.0);   // the stop is further away
   CHECK(ctx.time_limit_or(-1.0) > 900.0);  // "none" becomes what is left
   CHECK(ctx.time_limit_or(-1.0) <= 1000.0);
-  ctx.stop = deadline::after(0.0);         // already past
+  ctx.time_limit_s = 0.0;                  // 0: the policy's first result
   CHECK(ctx.time_limit_or(3.0) == 0.0);
-  CHECK(ctx.time_limit_or(-1.0) == 0.0);
+  ctx.time_limit_s = -1.0;
+  ctx.stop = deadline::after(0.0);         // already past: a clock that has run out, not "first result"
+  CHECK(ctx.time_limit_or(3.0) > 0.0);
+  CHECK(ctx.time_limit_or(3.0) < 1e-6);
+  CHECK(ctx.time_limit_or(-1.0) > 0.0);
+  CHECK(ctx.time_limit_or(-1.0) < 1e-6);
+  CHECK(deadline::after(ctx.time_limit_or(-1.0)).expired());
   ctx.time_limit_s = 5.0;
-  CHECK(ctx.time_limit_or(3.0) == 0.0);
+  CHECK(ctx.time_limit_or(3.0) < 1e-6);
+  ctx.time_limit_s = 0.0;
+  CHECK(ctx.time_limit_or(3.0) > 0.0);
   ctx.deterministic = true;                // work is counted: no clock at all
   CHECK(ctx.time_limit_or(3.0) == -1.0);
 }

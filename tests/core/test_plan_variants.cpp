@@ -222,7 +222,7 @@ TEST_CASE("plan_choosing_variants: the group search's plans get its deadline, an
   (void)plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 3});
   REQUIRE(limited.size() > 2);
   for (const bool l : limited) CHECK(!l);
-  // A plan whose stop has passed: every searching stage stops after its first result, and the plan
+  // A plan whose stop has passed: every searching stage gets a clock that has run out, and the plan
   // (schedule, recompute to the budget, place) is verified and meets the budget, or is refused.
   plan_context late;
   late.stop = deadline::after(0.0);

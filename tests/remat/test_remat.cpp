@@ -720,6 +720,89 @@ TEST_CASE("plan() tries a target with a margin before the least target when its 
 }
 
 namespace {
+// A checkpointer (the quick `greedy`) recording the stop plan() gives each run: limited or not, and
+// the seconds left on it when the run starts.
+struct stop_recorder {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  std::shared_ptr<std::vector<std::pair<bool, double>>> stops = std::make_shared<std::vector<std::pair<bool, double>>>();
+  [[nodiscard]] std::string name() const { return "stop-recorded greedy"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    stops->emplace_back(ctx.stop.limited(), ctx.stop.seconds_left());
+    return run_stage(remat::greedy{}, p, std::move(tl), ctx);
+  }
+};
+}  // namespace
+
+TEST_CASE("plan() under a time limit: the budget reruns stop within one shared period, and a whole-plan stop keeps half for them") {
+  // A padded placer makes the first placement overshoot the budget, so plan() reruns the checkpointer.
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(64, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  const padded_placer pad{a0 / 25};
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.7 * static_cast<double>(a0));
+  ctx.time_limit_s = 5.0;
+  {
+    const stop_recorder rec;
+    const auto mp = plan(p, schedule::given{} | rec | pad, ctx);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= ctx.budget);
+    const auto& s = *rec.stops;
+    REQUIRE(s.size() >= 2);
+    CHECK_FALSE(s[0].first);  // the first run: each stage's own limit
+    for (std::size_t i = 1; i < s.size(); ++i) {
+      CHECK(s[i].first);  // the reruns: what is left of one more period
+      CHECK(s[i].second <= ctx.time_limit_s);
+    }
+  }
+  {
+    // A stop for the whole plan: the first run gets half of it, the rest is kept for the reruns.
+    plan_context whole = ctx;
+    whole.time_limit_s = -1.0;
+    whole.stop = deadline::after(20.0);
+    const stop_recorder rec;
+    const auto mp = plan(p, schedule::given{} | rec | pad, whole);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= whole.budget);
+    const auto& s = *rec.stops;
+    REQUIRE(s.size() >= 2);
+    CHECK(s[0].first);
+    CHECK(s[0].second <= 10.0);
+    for (std::size_t i = 1; i < s.size(); ++i) CHECK(s[i].second <= 20.0);
+  }
+}
+
+TEST_CASE("plan() with a budget and a stop already past: a verified plan, or a refusal that names the clock") {
+  // Past the stop every searching stage gets a clock that has run out (not "its first result", which
+  // the *_ilp checkpointers compute without one). Whatever comes back is a verified plan in budget; a
+  // refusal says that the stop cut the last run short (the default checkpointer's first member alone
+  // misses these budgets).
+  int plans = 0, refusals = 0;
+  for (std::size_t layers : {24, 64}) {
+    const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(layers, 1 << 16, 1 << 16, 1.0, 2.0)));
+    const auto a0 = no_recompute_arena(p);
+    for (const double f : {0.8, 0.5}) {
+      CAPTURE(layers);
+      CAPTURE(f);
+      plan_context ctx;
+      ctx.budget = static_cast<std::int64_t>(f * static_cast<double>(a0));
+      ctx.stop = deadline::after(0.0);
+      try {
+        const auto mp = plan(p, schedule::given{} | remat::default_checkpointer{} | padded_placer{a0 / 25}, ctx);
+        CHECK(verify(p, mp));
+        CHECK(mp.arena <= ctx.budget);
+        ++plans;
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);
+        CHECK(std::string(e.what()).find("the plan's stop left the last run") != std::string::npos);
+        ++refusals;
+      }
+    }
+  }
+  MESSAGE(plans << " plans, " << refusals << " refusals past the stop");
+  CHECK(plans + refusals == 4);
+}
+
+namespace {
 // A dense block as torchvision's DenseNet traces it: each layer concatenates every earlier feature
 // (cheap per byte, large), normalizes it and computes a small new feature; the backward reads each
 // concatenation again.

@@ -136,11 +136,15 @@ struct plan_context {
   // The time limit a searching policy uses, given its own default: none in deterministic mode, and
   // never past `stop` (< 0: none).
   [[nodiscard]] double time_limit_or(double own_default) const { return within_stop(time_limit_s >= 0 ? time_limit_s : own_default); }
-  // `seconds` (< 0: none) cut to what is left before `stop`; none in deterministic mode.
+  // `seconds` (< 0: none) cut to what is left before `stop`; none in deterministic mode. Past the
+  // stop, a clock that has already run out (1 ns), not 0: a limit of 0 asks for a policy's first
+  // result, which the *_ilp policies compute without a clock (checkmate_ilp's on-demand plan took
+  // 2.7 s at 3,200 ops for a plan() whose stop had passed).
   [[nodiscard]] double within_stop(double seconds) const {
     if (deterministic) return -1.0;
     if (!stop.limited()) return seconds;
     const double left = stop.seconds_left();
+    if (left <= 0) return 1e-9;
     return seconds < 0 ? left : std::min(seconds, left);
   }
 

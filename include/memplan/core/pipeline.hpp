@@ -119,6 +119,12 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       start.stages.push_back({stage_kind::scheduler, "given", 0.0, std::move(chosen)});
   }
   const auto run_began = deadline::clock::now();
+  // With a stop for the whole plan, a reducer and an arena limit, the first run gets half of
+  // what is left on it: the reruns that follow an overshoot need the rest, and the last of them says
+  // whether the budget can be met at all (given the whole stop, the default checkpointer searched to
+  // it and the reruns had none: DenseNet-121 b32 at a 0.25 s stop ended "no plan fits").
+  const bool whole_stop = has_reducer && limited && ctx.stop.limited() && !ctx.deterministic;
+  if (whole_stop) run_ctx.stop = ctx.stop.slice(ctx.stop.seconds_left() / 2.0);
   std::array<double, 4> run_seconds{};  // by stage kind, over every run (when the budget loop reran)
   std::vector<std::pair<std::int64_t, std::int64_t>> reruns;  // the budget loop's: (target, arena)
   std::int64_t first_arena = 0, first_target = 0, kept_target = 0;
@@ -145,8 +151,12 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       detail::add_stage_seconds(run_seconds, tl.stages, 0);
       first_arena = tl.arena;
       first_target = run_ctx.memory_target;
+      // Each rerun's searching stages stop at `rerun_stop` (their limits are cut to what is left on
+      // it, time_limit_or), set below to the reruns' shared period.
+      deadline rerun_stop = ctx.stop;
       auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
+        run_ctx.stop = rerun_stop;
         auto out = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr);
         detail::add_stage_seconds(run_seconds, out.stages, kept_records);
         reruns.push_back({target, out.arena});
@@ -162,7 +172,15 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       const double steps_limit = ctx.time_limit_or(-1.0);
       const bool timed = steps_limit > 0;
       const double first_run_s = std::chrono::duration<double>(deadline::clock::now() - run_began).count();
-      const auto tries_until = deadline::after(timed ? steps_limit : -1.0);
+      // Under a whole-plan stop, the tries end early enough to leave the least target's run the first
+      // run's time (at most half of what is left).
+      const auto tries_until = whole_stop ? deadline::after(steps_limit).kept_back(std::min(first_run_s, 0.5 * ctx.stop.seconds_left()))
+                                          : deadline::after(timed ? steps_limit : -1.0);
+      // Timed, the reruns' stages get what is left of that one period, not a whole limit each: the
+      // pacer alone let a run that started in time take its whole limit, and the margin's run was
+      // not paced, so a searching checkpointer's runs summed to three periods and more (monet_greedy
+      // on SqueezeNet-1.0 b32 at 0.25 s: 4 runs, 0.72 s).
+      if (timed) rerun_stop = tries_until;
       step_pacer pace(tries_until);
       std::int64_t bad = std::min(limit, tl.peak);  // a target known to overshoot
       std::int64_t ok = -1;                         // the highest target known to fit
@@ -188,7 +206,19 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // 4 s) recomputed 44 % of a step; the margin's target fits and recomputes 8.3 %, in the same 12 s.
       // (Compared before doubling: sizes near 2^62 must not overflow.)
       const auto margin = most_over < (bad - floor) / 2 ? std::min(guess, bad - 2 * most_over) : floor;
+      // Timed, the margin's run and the least target's share one window of their own, at least the
+      // first run's time (at most one limit), the margin the first half of it: the least target says
+      // whether the budget can be met at all, and a searching checkpointer cut to its first result
+      // may miss a target it can reach. Run in what was left of the tries' period, the margin got
+      // nothing and placed far above the budget (EfficientNet-B0 b1 at a 0.25 s stop: 99 MB for a
+      // 88 MB budget), so plan() fell to the least target. That makes three periods at most, and the
+      // third only where no try fitted.
+      // Under a whole-plan stop, the window is all that is left on it.
+      deadline last_window = ctx.stop;
+      if (ok < 0 && timed && !whole_stop)
+        last_window = ctx.stop.slice(std::max(tries_until.seconds_left(), std::min(steps_limit, first_run_s)));
       if (ok < 0 && margin > floor) {
+        if (timed) rerun_stop = last_window.slice(0.5 * last_window.seconds_left());
         auto again = rerun(margin);
         best_arena = std::min(best_arena, again.arena);
         if (again.arena <= limit) {
@@ -199,18 +229,28 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         }
       }
       if (ok < 0) {
+        double least_seconds = -1.0;
+        if (timed) {
+          rerun_stop = last_window;
+          least_seconds = rerun_stop.seconds_left();
+        }
         auto least = rerun(floor);
         if (least.arena > limit) {
+          std::string clock_note;
+          if (timed && least_seconds < first_run_s)
+            clock_note = "; the plan's stop left the last run " + std::to_string(least_seconds) + " s, less than the first run's " +
+                         std::to_string(first_run_s) + " s (a later stop may find a plan)";
           throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
                                             ": the smallest arena memplan reached is " +
                                             detail::bytes_text(std::min(best_arena, least.arena)) +
                                             ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
                                             " (resident bytes plus the largest single op's inputs, outputs and workspace)" +
-                                            detail::recompute_floor_text<S>(p, limit));
+                                            detail::recompute_floor_text<S>(p, limit) + clock_note);
         }
         ok = floor;
         fits = std::move(least);
       }
+      if (timed) rerun_stop = tries_until;  // the bisection's steps: what is left of the period
       tl = std::move(fits);
       // Untimed, a bisection up from the least target (which recomputes / offloads most) runs its
       // steps whatever they take; one up from a try that fitted gets the first run's time.
