@@ -24,6 +24,7 @@
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/format.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/cut_bound.hpp>
@@ -238,8 +239,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         if (least.arena > limit) {
           std::string clock_note;
           if (timed && least_seconds < first_run_s)
-            clock_note = "; the plan's stop left the last run " + std::to_string(least_seconds) + " s, less than the first run's " +
-                         std::to_string(first_run_s) + " s (a later stop may find a plan)";
+            clock_note = "; the clock left the last run " + number_text(least_seconds) + " s, less than the first run's " +
+                         number_text(first_run_s) + " s (a longer time limit or a later stop may find a plan)";
           throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
                                             ": the smallest arena memplan reached is " +
                                             detail::bytes_text(std::min(best_arena, least.arena)) +
