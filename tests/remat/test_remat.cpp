@@ -741,13 +741,17 @@ TEST_CASE("plan() under a time limit: the budget reruns stop within one shared p
   plan_context ctx;
   ctx.budget = static_cast<std::int64_t>(0.7 * static_cast<double>(a0));
   ctx.time_limit_s = 5.0;
-  {
+  // The stops the checkpointer got on each run, after checking the plan.
+  auto stops_under = [&](const plan_context& c) {
     const stop_recorder rec;
-    const auto mp = plan(p, schedule::given{} | rec | pad, ctx);
+    const auto mp = plan(p, schedule::given{} | rec | pad, c);
     CHECK(verify(p, mp));
-    CHECK(mp.arena <= ctx.budget);
-    const auto& s = *rec.stops;
-    REQUIRE(s.size() >= 2);
+    CHECK(mp.arena <= c.budget);
+    REQUIRE(rec.stops->size() >= 2);
+    return *rec.stops;
+  };
+  {
+    const auto s = stops_under(ctx);
     CHECK_FALSE(s[0].first);  // the first run: each stage's own limit
     for (std::size_t i = 1; i < s.size(); ++i) {
       CHECK(s[i].first);  // the reruns: what is left of one more period
@@ -759,12 +763,7 @@ TEST_CASE("plan() under a time limit: the budget reruns stop within one shared p
     plan_context whole = ctx;
     whole.time_limit_s = -1.0;
     whole.stop = deadline::after(20.0);
-    const stop_recorder rec;
-    const auto mp = plan(p, schedule::given{} | rec | pad, whole);
-    CHECK(verify(p, mp));
-    CHECK(mp.arena <= whole.budget);
-    const auto& s = *rec.stops;
-    REQUIRE(s.size() >= 2);
+    const auto s = stops_under(whole);
     CHECK(s[0].first);
     CHECK(s[0].second <= 10.0);
     for (std::size_t i = 1; i < s.size(); ++i) CHECK(s[i].second <= 20.0);
