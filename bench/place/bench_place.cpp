@@ -354,14 +354,18 @@ void sweeps(const std::vector<std::size_t>& sizes) {
   const auto never = deadline::never();
   for (const auto& [name, p] : sets) {
     const auto lb = arena_lower_bound(p);
-    std::vector<std::int64_t> last;
-    const auto timed = [&](auto&& run) {  // "s, %" of the best of three runs
+    const auto best_of_three = [](auto&& run) {  // seconds
       double best = 1e300;
       for (int k = 0; k < 3; ++k) {
         const auto t0 = clock_type::now();
-        last = run();
+        run();
         best = std::min(best, seconds_since(t0));
       }
+      return best;
+    };
+    std::vector<std::int64_t> last;
+    const auto timed = [&](auto&& run) {  // "s, %" of the best of three runs
+      const double best = best_of_three([&] { last = run(); });
       char cell[64];
       std::snprintf(cell, sizeof cell, "%.4f s, %.3f %%", best,
                     100.0 * static_cast<double>(place::detail::arena_of(p, last) - lb) / static_cast<double>(std::max<std::int64_t>(1, lb)));
@@ -378,12 +382,9 @@ void sweeps(const std::vector<std::size_t>& sizes) {
     const auto first = timed([&] { return allocator_sweep{.rule = place::detail::fit::first, .ties = sweep_ties::larger_first}.offsets(p, never); });
     const auto first_offsets = last;
     const auto greedy = timed([&] { return place::detail::first_fit_by_allocation{}.by_greedy_pass(p, never); });
-    double check_s = 1e300;
-    for (int k = 0; k < 3; ++k) {
-      const auto t0 = clock_type::now();
+    const double check_s = best_of_three([&] {
       if (check(p, pl)) std::cout << "(invalid placement!)";
-      check_s = std::min(check_s, seconds_since(t0));
-    }
+    });
     std::printf("| %s | %zu | %s | %s | %s | %s | %s | %s | %.4f |\n", name.c_str(), p.buffers.size(), best_fit_cell.c_str(), larger.c_str(),
                 longer.c_str(), first.c_str(), greedy.c_str(), first_offsets == last ? "yes" : "no", check_s);
     std::fflush(stdout);
