@@ -279,7 +279,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
           ok = mid;
           tl = std::move(again);
         } else {
-          bad = mid;
+          bad = again.peak > ok ? std::min(mid, again.peak) : mid;  // as in the tries: from the peak reached
         }
       }
       kept_target = ok;
