@@ -239,6 +239,11 @@ TEST_CASE("bad options exit 2, an unmet capacity exits 1") {
   r = s.run("plan " + graph + " --capacity 1KiB");
   CHECK(r.code == 1);
   CHECK(has(r.err, "infeasible"));
+  // A budget below the op-local bound is refused at once, with the op that sets the bound.
+  r = s.run("plan " + graph + " --budget 1KiB");
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "no plan of any kind needs less than"));
+  CHECK(has(r.err, "which must all be in memory while it runs"));
   r = s.run("plan " + graph + " --capacity 1MiB -q");
   CHECK(r.code == 0);
   r = s.run("plan " + graph + " --bound-time 1");

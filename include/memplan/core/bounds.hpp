@@ -129,15 +129,20 @@ inline peak_lower_bound lower_bound_peak(const problem& p, std::int32_t max_ops_
 // A bound that no plan can beat, whatever it reorders, recomputes or offloads: while op v runs,
 // the resident storages, every storage v reads or writes and v's workspace (the smallest over its
 // implementations when it has alternatives) are on the device at once. The max over v.
-inline std::int64_t op_local_bound(const problem& p) {
-  std::int64_t best = p.resident_bytes();
+struct op_local_floor {
+  std::int64_t bytes = 0;
+  op_id op = no_id;  // the first op that needs that much (no_id: the resident bytes alone)
+};
+inline op_local_floor op_local_bound_at(const problem& p) {
+  op_local_floor best{p.resident_bytes(), no_id};
   for (op_id v = 0; v < p.num_ops(); ++v) {
     std::int64_t b = p.resident_bytes() + min_workspace(p, v);
     for (auto s : p.touched(v))
       if (!p.resident(s)) b += p.storage_bytes(s);
-    best = std::max(best, b);
+    if (b > best.bytes) best = {b, v};
   }
   return best;
 }
+inline std::int64_t op_local_bound(const problem& p) { return op_local_bound_at(p).bytes; }
 
 }  // namespace memplan

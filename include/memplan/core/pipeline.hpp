@@ -105,6 +105,17 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   const auto limit = ctx.arena_limit();
   const bool limited = limit != std::numeric_limits<std::int64_t>::max();
 
+  // A budget below the op-local bound is refused before any stage runs: no plan of any kind fits it,
+  // and finding the smallest arena reachable took the whole budget loop (googlenet-train-b1 at half
+  // its arena: 3.1 s of default stages, then the same refusal).
+  if (has_reducer && limited && limit < ctx.cache->op_local()) {
+    const auto f = op_local_bound_at(p);
+    throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
+                                      ": no plan of any kind needs less than " + detail::bytes_text(f.bytes) +
+                                      (f.op == no_id ? std::string(" (the resident bytes)")
+                                                     : " (resident bytes plus the inputs, outputs and workspace of " + p.describe_op(f.op) +
+                                                           ", which must all be in memory while it runs)"));
+  }
   timeline before_reduce;
   std::size_t reduce_at = std::numeric_limits<std::size_t>::max();
   timeline tl;
