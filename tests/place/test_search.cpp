@@ -340,6 +340,36 @@ TEST_CASE("minimise_to_accept: below an unreachable accept it still descends, ab
   MESSAGE("accept = max load below the optimum on " << refuted << " of 60; lower than decision mode's arena on " << lower);
 }
 
+TEST_CASE("a context's arena_target: exact and default_placer minimise down to it, no further, and an own accept wins") {
+  // plan() sets it to the budget where it places without the limit (a checkpointer or offloader in the
+  // pipeline): an arena within the budget ends the search, one above it is minimised as before.
+  int stopped_above_optimum = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto p = random_instance(seed * 11, {.buffers = 7, .steps = 6, .max_size = 64, .alignments = true});
+    const auto opt = brute_force_arena(p);
+    const auto bound = arena_lower_bound(p);
+    INFO("seed " << seed << ", optimum " << opt << ", max load " << bound);
+    plan_context ctx;
+    ctx.time_limit_s = 1e9;
+    for (const auto target : {opt, opt + 8, opt + 64}) {
+      ctx.arena_target = target;
+      const auto e = exact{}.place(p, ctx);
+      const auto d = default_placer{}.place(p, ctx);
+      CHECK(!check(p, e));
+      CHECK(!check(p, d));
+      CHECK(e.arena <= target);
+      CHECK(d.arena <= target);
+      stopped_above_optimum += e.arena > opt;
+    }
+    ctx.arena_target = bound;  // at or below the optimum: minimised to the optimum, as without a target
+    CHECK(exact{}.place(p, ctx).arena == opt);
+    const auto own = exact{.accept = 0}.place(p, {.arena_target = opt + 64, .time_limit_s = 1e9});
+    CHECK(own.arena == opt);  // the placer's own accept (0: minimise) is kept
+  }
+  CHECK(stopped_above_optimum > 0);
+  MESSAGE("an arena above the optimum, within the target, ended the search " << stopped_above_optimum << " times");
+}
+
 TEST_CASE("push_down: every buffer on the highest end before it in the order that it overlaps, and smaller sizes give no higher offsets") {
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     auto p = random_instance(seed, {.buffers = 80, .steps = 40, .max_size = 1000, .alignments = seed % 2 == 0});

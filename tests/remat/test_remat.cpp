@@ -704,6 +704,37 @@ struct scripted_padded_placer {
 }  // namespace
 
 namespace {
+// greedy_by_size, recording the arena target each placement is given.
+struct target_seeing_placer {
+  std::shared_ptr<std::vector<std::int64_t>> targets = std::make_shared<std::vector<std::int64_t>>();
+  [[nodiscard]] std::string name() const { return "target-recording greedy_by_size"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const { return place(bp, plan_context{}); }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp, const plan_context& ctx) const {
+    targets->push_back(ctx.arena_target);
+    return place::greedy_by_size{}.place(bp);
+  }
+};
+}  // namespace
+
+TEST_CASE("plan() with a budget and a reducer gives the placer the budget as its arena target, and none without a budget") {
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  const target_seeing_placer seen;
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.6 * static_cast<double>(a0));
+  ctx.deterministic = true;
+  const auto mp = plan(p, schedule::given{} | remat::greedy{} | seen, ctx);
+  CHECK(mp.arena <= ctx.budget);
+  REQUIRE(!seen.targets->empty());
+  for (const auto t : *seen.targets) CHECK(t == ctx.budget);
+  const target_seeing_placer unlimited;
+  (void)plan(p, schedule::given{} | remat::greedy{} | unlimited, {.deterministic = true});
+  REQUIRE(unlimited.targets->size() == 1);
+  CHECK(unlimited.targets->front() == -1);
+  CHECK_THROWS_AS((void)plan(p, schedule::given{} | remat::greedy{} | seen, {.arena_target = -2}), error);
+}
+
+namespace {
 // A coarse checkpointer: `greedy` aimed at the target rounded down to a multiple of `step` bytes, so
 // the peak it reaches is often well below its target. Records (target, peak reached) per run.
 struct coarse_recorder {

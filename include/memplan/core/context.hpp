@@ -77,6 +77,11 @@ struct plan_context {
   // The peak a checkpointer or offloader aims at (-1: the arena limit). plan() lowers it below the
   // budget when the placed arena overshoots, and runs those stages again.
   std::int64_t memory_target = -1;
+  // An arena the searching placers (exact, default) may stop at: a placement at or below it ends their
+  // search, one above it is minimised as usual (-1: none). plan() sets it to the budget where it runs
+  // the placer without the limit to learn the overshoot (a checkpointer or offloader in the pipeline):
+  // the placer improves the arena until the bound or the budget, not past the budget.
+  std::int64_t arena_target = -1;
 
   // ---- operator implementations (ops that list alternatives; MONeT §4) ----
   // Checkpointers that choose implementations themselves (remat::monet_greedy, monet_ilp) choose afresh.

@@ -45,6 +45,7 @@ inline void validate_context(const plan_context& c) {
     throw error(errc::invalid_argument, "alignment " + std::to_string(c.alignment) + " is not a power of two");
   if (c.budget < -1) throw error(errc::invalid_argument, "budget " + std::to_string(c.budget) + " bytes is negative");
   if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
+  if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
 }
 
 inline constexpr unsigned reducer_bits =
@@ -122,6 +123,9 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   // With a checkpointer or offloader, the placer runs without the limit so that the overshoot is known.
   plan_context run_ctx = ctx;
   if (has_reducer && limited) run_ctx.budget = run_ctx.capacity = -1;
+  // ... and stops improving the arena once it fits the limit (googlenet-train-b32 at 400 MiB: the
+  // default placer searched its whole 0.8 s in each of the 6 runs for arenas below the budget).
+  if (has_reducer && limited && ctx.arena_target < 0) run_ctx.arena_target = limit;
   if (has_reducer && limited && ctx.memory_target < 0) run_ctx.memory_target = limit;
   // Without a scheduler, the given order's timeline, its ops' implementations chosen as a scheduler's
   // would be (the choice is then recorded as the given order's).
