@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/recompute_bound.hpp>
@@ -17,6 +19,8 @@
 #include "../property/training_dag.hpp"
 #include "../remat/remat_bound_sweep.hpp"
 #include "../remat/remat_check.hpp"
+#include "../support/brute_force.hpp"
+#include "../support/remat_brute_force.hpp"
 #include "../support/sanitizer_scale.hpp"
 
 using namespace memplan;
@@ -153,6 +157,141 @@ TEST_CASE("a fixed order's bound charges the producer of an input destroyed in p
   CHECK(in.cost == 4.0);
   CHECK(p.op_name(in.at_op) == "head_bw");
   CHECK(any.cost <= in.cost);
+}
+
+namespace {
+// The least peak and the least recompute cost within `budget` over every topological order (the
+// brute force of tests/support over each).
+struct over_orders {
+  std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
+  double least_cost = std::numeric_limits<double>::infinity();
+};
+over_orders brute_force_over_orders(const problem& p, std::int64_t budget) {
+  over_orders r;
+  testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) {
+    const auto tl = make_timeline(p, o);
+    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+    if (lo.feasible) r.least_peak = std::min(r.least_peak, lo.peak);
+    const auto opt = testing::remat_brute_force(p, tl, budget, testing::remat_plans::any);
+    if (opt.feasible) r.least_cost = std::min(r.least_cost, opt.cost);
+  });
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the any-order bound never exceeds the least brute-force optimum over the orders, nor its floor the least peak") {
+  // Every 4th graph of the sweep (every 8th under a sanitizer), at each budget of its given order's
+  // sweep: the brute force over up to 8 of its topological orders (spread over all of them).
+  int budgets = 0, equal = 0;
+  testing::for_each_brute_force_budget(4 * testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline&,
+                                                                             std::int64_t, std::int64_t b, const auto& opt) {
+    const auto& p = inst.p;
+    std::vector<std::vector<op_id>> orders;
+    testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) { orders.push_back(o); });
+    const std::size_t step = std::max<std::size_t>(1, orders.size() / 8);
+    double least = opt.cost;
+    std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < orders.size(); i += step) {
+      const auto tl = make_timeline(p, orders[i]);
+      const auto r = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
+      if (r.feasible) least = std::min(least, r.cost);
+      const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+      if (lo.feasible) least_peak = std::min(least_peak, lo.peak);
+    }
+    const auto any = recompute_bound_any_order(p, b);
+    INFO("budget " << b << ": least optimum over the orders " << least << ", any-order bound " << any.cost);
+    CHECK(any.feasible);
+    CHECK(any.cost <= least + 1e-9);
+    CHECK(any.memory_floor <= least_peak);
+    equal += least > 0 && std::abs(any.cost - least) <= 1e-9;
+    ++budgets;
+  });
+  MESSAGE(budgets << " budgets: the any-order bound equals the least optimum over the orders tried at " << equal);
+  CHECK(budgets > 0);
+}
+
+TEST_CASE("an in-place chain is rebuilt whole: a mask made by an op that cannot run again stays, in every order") {
+  // Dropout as exported from PyTorch: m0 = empty_like(h), bernoulli_ fills it in place (random: it
+  // cannot run again), div_ scales it in place; mul reads h and the mask, mul_bw reads the mask
+  // again. The mask's storage is written by two ops that can run again (empty_like, div_), but the
+  // value it holds from bernoulli_ on derives from bernoulli_'s output: no rerun rebuilds it. At head
+  // (y, z and the mask, 410 B with x) nothing can be dropped, in any order.
+  problem_builder pb("dropout_chain");
+  const auto x = pb.add_tensor("x", 10, tensor_kind::input);
+  const auto h = pb.add_tensor("h", 100, tensor_kind::activation);
+  const auto m0 = pb.add_tensor("m0", 100, tensor_kind::activation);
+  const auto m1 = pb.add_tensor("m1", 100, tensor_kind::activation);
+  const auto m2 = pb.add_tensor("m2", 100, tensor_kind::activation);
+  pb.set_inplace_of(m1, m0);
+  pb.set_inplace_of(m2, m1);
+  const auto y = pb.add_tensor("y", 100, tensor_kind::activation);
+  const auto z = pb.add_tensor("z", 200, tensor_kind::activation);
+  const auto gy = pb.add_tensor("gy", 10, tensor_kind::gradient);
+  const auto gh = pb.add_tensor("gh", 10, tensor_kind::gradient);
+  const auto gx = pb.add_tensor("gx", 10, tensor_kind::output);
+  pb.add_op("f", {x}, {h}, "linear", op_phase::forward, 4.0);
+  pb.add_op("empty_like", {h}, {m0}, "empty_like", op_phase::forward, 0.0);
+  pb.add_op("bernoulli_", {m0}, {m1}, "bernoulli_", op_phase::forward, 1.0, 0, {}, false);
+  pb.add_op("div_", {m1}, {m2}, "div_", op_phase::forward, 1.0);
+  pb.add_op("mul", {h, m2}, {y}, "mul", op_phase::forward, 1.0);
+  pb.add_op("head", {y}, {z}, "head", op_phase::forward, 1.0);
+  pb.add_op("head_bw", {z}, {gy}, "head_bw", op_phase::backward, 1.0);
+  pb.add_op("mul_bw", {gy, m2}, {gh}, "mul_bw", op_phase::backward, 1.0);
+  pb.add_op("f_bw", {gh, x}, {gx}, "f_bw", op_phase::backward, 1.0);
+  const auto p = pb.build();
+  const auto tl = given_timeline(p);
+  REQUIRE(tl.peak == 410);
+  const auto all = brute_force_over_orders(p, 409);
+  CHECK(all.least_peak == 410);
+  CHECK(all.least_cost == std::numeric_limits<double>::infinity());
+  const auto in = recompute_bound_in_order(p, tl.order(), 409), any = recompute_bound_any_order(p, 409);
+  CHECK(!in.feasible);
+  CHECK(!any.feasible);
+  CHECK(in.memory_floor == 410);
+  CHECK(any.memory_floor == 410);  // counting empty_like or div_ as able to rebuild the mask gave 310, the op-local bound
+  CHECK(p.op_name(any.floor_op) == "head");
+  CHECK(op_local_bound(p) == 310);
+  try {
+    (void)plan(p, schedule::given{} | remat::default_checkpointer{} | place::default_placer{}, {.budget = 409});
+    FAIL("409 bytes were met");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+    INFO(std::string(e.what()));
+    CHECK(std::string(e.what()).find("a plan that only recomputes needs at least 410 bytes (while op 'head'") != std::string::npos);
+  }
+}
+
+TEST_CASE("an in-place chain is rebuilt whole: rebuilding an activation written in place pays its producer too, in every order") {
+  // conv: x -> a (cost 5); relu_ overwrites a in place (cost 1); head reads it; relu_bw reads it
+  // again after head_bw, the peak (x, the activation, z and gz: 320 B). Below it the activation is
+  // dropped at head_bw and rebuilt: relu_ runs again, and so does conv, since relu_'s input is the
+  // version it destroyed. Every order pays 6 (with relu_ alone counted, the any-order bound said 1).
+  problem_builder pb("relu_chain");
+  const auto x = pb.add_tensor("x", 10, tensor_kind::input);
+  const auto a = pb.add_tensor("a", 100, tensor_kind::activation);
+  const auto r = pb.add_tensor("r", 100, tensor_kind::activation);
+  pb.set_inplace_of(r, a);
+  const auto z = pb.add_tensor("z", 200, tensor_kind::activation);
+  const auto gz = pb.add_tensor("gz", 10, tensor_kind::gradient);
+  const auto ga = pb.add_tensor("ga", 10, tensor_kind::gradient);
+  const auto gx = pb.add_tensor("gx", 10, tensor_kind::output);
+  pb.add_op("conv", {x}, {a}, "conv", op_phase::forward, 5.0);
+  pb.add_op("relu_", {a}, {r}, "relu_", op_phase::forward, 1.0);
+  pb.add_op("head", {r}, {z}, "head", op_phase::forward, 1.0);
+  pb.add_op("head_bw", {z}, {gz}, "head_bw", op_phase::backward, 1.0);
+  pb.add_op("relu_bw", {gz, r}, {ga}, "relu_bw", op_phase::backward, 1.0);
+  pb.add_op("conv_bw", {ga, x}, {gx}, "conv_bw", op_phase::backward, 1.0);
+  const auto p = pb.build();
+  const auto tl = given_timeline(p);
+  REQUIRE(tl.peak == 320);
+  const auto all = brute_force_over_orders(p, 319);
+  CHECK(all.least_cost == 6.0);
+  const auto in = recompute_bound_in_order(p, tl.order(), 319), any = recompute_bound_any_order(p, 319);
+  CHECK(in.feasible);
+  CHECK(any.feasible);
+  CHECK(in.cost == 6.0);
+  CHECK(any.cost == 6.0);
+  CHECK(p.op_name(any.at_op) == "head_bw");
 }
 
 TEST_CASE("training DAGs: the default checkpointer's plans recompute at least their order's bound and the any-order one") {

@@ -89,7 +89,8 @@ std::string recompute_floor_text(const problem& p, std::int64_t budget) {
     const auto b = recompute_bound_any_order(p, budget);
     if (b.floor_op == no_id || b.memory_floor <= op_local_bound(p)) return {};
     return "; a plan that only recomputes needs at least " + bytes_text(b.memory_floor) + " (while " + p.describe_op(b.floor_op) +
-           " runs, the storages written before it and read after it that no recomputable op writes stay in memory)";
+           " runs, the storages written before it and read after it that no rerun can rebuild stay in memory: no recomputable op writes them, "
+           "or what they hold derives from an op that cannot run again)";
   }
 }
 

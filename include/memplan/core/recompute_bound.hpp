@@ -11,9 +11,11 @@
 // device while v runs are at least
 //     forced(v) + Σ over the storages not dropped,
 // forced(v) = resident bytes + the storages v touches + v's least workspace + the storages that
-// cannot be rebuilt (no recomputable writer); and a plan within budget B drops storages of at least
-// excess(v) = forced(v) + droppable(v) − B bytes. Running a writer op w again restores at most the
-// storages w writes among those, and costs at least w's least implementation cost. The cheapest
+// cannot be rebuilt (no recomputable writer, or, for a storage written in place, what it holds at v
+// derives from an op that cannot run again: recompute_bound_tables::chain); and a plan within budget
+// B drops storages of at least excess(v) = forced(v) + droppable(v) − B bytes. Running a writer op w
+// again restores at most the storages w writes among those, and costs at least w's least
+// implementation cost plus that of the writers before it in its in-place chain. The cheapest
 // cover is a 0-1 knapsack; a bounded branch and bound over it (detail::min_cover: exact when it
 // completes, its open nodes' fractional bounds otherwise) is a lower bound on the recompute cost of
 // every plan, and the max over v is one too. When even
@@ -23,8 +25,9 @@
 //
 // In one order the bound also charges one level of a recompute's own needs: when w runs again after
 // v, an input of w that an in-place write destroyed at or before v's step exists only if its producer
-// ran again too (at some time: not further back, since that rerun may have come early, while its
-// own inputs were still there). Such shared producers are paid once; the relaxation then charges
+// ran again too (at some time: not that producer's other inputs, since that rerun may have come
+// early, while they were still there; but its own in-place chain, which its first run destroyed).
+// Such shared producers are paid once; the relaxation then charges
 // each item its ops' shares (an op needed by m items, 1/m of its cost to each) or its own op's cost,
 // whichever bound is larger. Otherwise the bound ignores what a recompute needs and that a value
 // may be needed again, so it is loose on deep recompute chains; it is exact when one step dominates
@@ -65,6 +68,15 @@ struct recompute_bound_tables {
   std::vector<std::vector<op_id>> writers;         // per storage: recomputable ops that write it
   std::vector<std::vector<op_id>> writers_all;     // per storage: every op that writes it
   std::vector<op_id> self;                         // self[o] == o (one-op spans)
+  // In-place chains. A storage written in place holds versions t0 (its root), t1 = w1(t0, ...), ...:
+  // each writer reads the version before it, which its own write destroys. So running w_j again
+  // (after its first run) needs t_{j-1} again, which only running w_{j-1} again gives, and so on down
+  // to w0: every writer before w_j runs again too, and none may be non-recomputable.
+  // chain[s]: the writers of s in version order (w0 first, no_id when the root has no producer);
+  // empty when s has one version, or versions of different sizes (then s is treated as unchained).
+  std::vector<std::vector<op_id>> chain;
+  std::vector<std::int32_t> rebuildable;  // per storage: how many leading chain writers exist and are recomputable
+  std::vector<std::vector<std::pair<storage_id, std::int32_t>>> chain_at;  // per op: (storage, position) in each chain it writes
   double compute_cost = 0.0;
   explicit recompute_bound_tables(const problem& p) {
     const auto n = static_cast<std::size_t>(p.num_ops());
@@ -90,6 +102,42 @@ struct recompute_bound_tables {
         if (p.recomputable(o) && (writers[s].empty() || writers[s].back() != o)) writers[s].push_back(o);
       }
     }
+    chain.resize(static_cast<std::size_t>(p.num_storages()));
+    rebuildable.assign(static_cast<std::size_t>(p.num_storages()), 0);
+    chain_at.resize(n);
+    std::vector<std::pair<std::int32_t, tensor_id>> by_depth;
+    for (storage_id s = 0; s < p.num_storages(); ++s) {
+      const auto ts = p.storage_tensors(s);
+      if (ts.size() < 2 || p.resident(s)) continue;
+      by_depth.clear();
+      bool same_size = true;
+      for (auto t : ts) {
+        std::int32_t d = 0;
+        for (auto u = p.inplace_of(t); u != no_id; u = p.inplace_of(u)) ++d;
+        by_depth.emplace_back(d, t);
+        same_size = same_size && p.bytes(t) == p.bytes(ts[0]);
+      }
+      std::sort(by_depth.begin(), by_depth.end());
+      bool linear = same_size;
+      for (std::size_t j = 0; j < by_depth.size() && linear; ++j) linear = by_depth[j].first == static_cast<std::int32_t>(j);
+      if (!linear) continue;
+      auto& c = chain[static_cast<std::size_t>(s)];
+      for (const auto& [d, t] : by_depth) c.push_back(p.producer(t));
+      auto& r = rebuildable[static_cast<std::size_t>(s)];
+      while (static_cast<std::size_t>(r) < c.size() && c[static_cast<std::size_t>(r)] != no_id && p.recomputable(c[static_cast<std::size_t>(r)])) ++r;
+      for (std::size_t j = 1; j < c.size(); ++j) chain_at[static_cast<std::size_t>(c[j])].emplace_back(s, static_cast<std::int32_t>(j));
+    }
+  }
+  // Appends to `also` the writers that running w again needs run again too (those before it in each
+  // chain it writes); false when one of them cannot run again (or does not exist).
+  bool chain_needs(op_id w, std::vector<op_id>& also) const {
+    for (const auto& [s, j] : chain_at[static_cast<std::size_t>(w)]) {
+      if (rebuildable[static_cast<std::size_t>(s)] < j) return false;
+      const auto& c = chain[static_cast<std::size_t>(s)];
+      for (std::int32_t i = 0; i < j; ++i)
+        if (std::find(also.begin(), also.end(), c[static_cast<std::size_t>(i)]) == also.end()) also.push_back(c[static_cast<std::size_t>(i)]);
+    }
+    return true;
   }
 };
 
@@ -406,6 +454,76 @@ inline std::vector<char> recompute_bound_selection(const problem& p, const std::
   return sel;
 }
 
+// For each selected op v and each storage s in across[v] (ascending) with an in-place chain: the
+// range [a, k] of chain positions whose version s can hold while v runs in some order. Writers of one
+// chain run in chain order, so a = the last that is a proper ancestor of v (-1: none) and k = the
+// last that is not a proper descendant (v does not write s: s is not in its own across list).
+// Reachability from the chains' writers by blocked bitsets, as detail::for_each_must_live (1024
+// writers per block); other entries are (-1, -1).
+inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ranges(const problem& p, const recompute_bound_tables& tb,
+                                                                                  const std::vector<std::vector<storage_id>>& across,
+                                                                                  const std::vector<char>& sel) {
+  const auto n = static_cast<std::size_t>(p.num_ops());
+  std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> out(n);
+  std::vector<std::int32_t> src(n, -1);  // op -> index among the chains' writers
+  std::int32_t ns = 0;
+  for (storage_id s = 0; s < p.num_storages(); ++s)
+    for (auto w : tb.chain[static_cast<std::size_t>(s)])
+      if (w != no_id && src[static_cast<std::size_t>(w)] < 0) src[static_cast<std::size_t>(w)] = ns++;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (!sel[v]) continue;
+    out[v].assign(across[v].size(), {-1, -1});
+    for (std::size_t i = 0; i < across[v].size(); ++i)
+      out[v][i].second = static_cast<std::int32_t>(tb.chain[static_cast<std::size_t>(across[v][i])].size()) - 1;
+  }
+  if (ns == 0) return out;
+  const auto order = topological_order(p);
+  constexpr std::size_t W = 16;
+  constexpr std::size_t B = 64 * W;
+  std::vector<std::uint64_t> anc(n * W), desc(n * W);
+  const auto bit = [](const std::uint64_t* m, std::size_t i) { return (m[i / 64] >> (i % 64)) & 1U; };
+  for (std::size_t base = 0; base < static_cast<std::size_t>(ns); base += B) {
+    const auto local = [&](op_id o) -> std::int64_t {
+      const auto i = src[static_cast<std::size_t>(o)];
+      return i >= 0 && static_cast<std::size_t>(i) >= base && static_cast<std::size_t>(i) < base + B ? static_cast<std::int64_t>(static_cast<std::size_t>(i) - base) : -1;
+    };
+    std::fill(anc.begin(), anc.end(), 0);
+    std::fill(desc.begin(), desc.end(), 0);
+    for (auto x : order) {
+      auto* ax = &anc[static_cast<std::size_t>(x) * W];
+      for (auto q : p.preds(x)) {
+        const auto* aq = &anc[static_cast<std::size_t>(q) * W];
+        for (std::size_t w = 0; w < W; ++w) ax[w] |= aq[w];
+        if (const auto l = local(q); l >= 0) ax[static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(l) % 64);
+      }
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      auto* dx = &desc[static_cast<std::size_t>(*it) * W];
+      for (auto q : p.succs(*it)) {
+        const auto* dq = &desc[static_cast<std::size_t>(q) * W];
+        for (std::size_t w = 0; w < W; ++w) dx[w] |= dq[w];
+        if (const auto l = local(q); l >= 0) dx[static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(l) % 64);
+      }
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!sel[v]) continue;
+      const auto* av = &anc[v * W];
+      const auto* dv = &desc[v * W];
+      for (std::size_t i = 0; i < across[v].size(); ++i) {
+        const auto& c = tb.chain[static_cast<std::size_t>(across[v][i])];
+        auto& [a, k] = out[v][i];
+        for (std::size_t j = 0; j < c.size(); ++j) {
+          const auto l = c[j] == no_id ? -1 : local(c[j]);
+          if (l < 0) continue;
+          if (bit(av, static_cast<std::size_t>(l))) a = std::max(a, static_cast<std::int32_t>(j));
+          if (bit(dv, static_cast<std::size_t>(l))) k = std::min(k, static_cast<std::int32_t>(j) - 1);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 inline void recompute_bound_finish(recompute_lower_bound& out) {
   if (!out.feasible) out.cost = 0.0;
   out.overhead = out.compute_cost > 0 ? out.cost / out.compute_cost : 0.0;
@@ -442,13 +560,27 @@ inline recompute_lower_bound recompute_bound_any_order(const problem& p, std::in
         if (sel[static_cast<std::size_t>(v)]) across[static_cast<std::size_t>(v)].push_back(s);
       });
     });
-  // Which version s holds at v depends on the order: any recomputable writer may be the one to run
-  // again. (Tried: also charging, as recompute_bound_in_order does, the producers of inputs destroyed
-  // in place by an ancestor of v; with every writer of a storage an item, the exports' bounds did not
-  // move.)
+  // Which version s holds at v depends on the order, but only within a range of its chain: at least
+  // that of the last writer that is an ancestor of v, at most that of the last that is not a
+  // descendant (detail::chain_ranges). Rebuilding the version held pays its whole chain; a chain with
+  // a writer that cannot run again at or before the range's start cannot be rebuilt (every version
+  // held derives from that writer's output): s stays. (Tried: also charging, as
+  // recompute_bound_in_order does, the producers of other inputs destroyed in place by an ancestor of
+  // v; the exports' bounds did not move.)
+  const auto ranges = reach ? detail::chain_ranges(p, tb, across, sel) : std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>>{};
   detail::recompute_bound_over(
-      out, p, tb, across, sel, budget, [&](op_id, storage_id s) { return std::span<const op_id>(tb.writers[static_cast<std::size_t>(s)]); },
-      [](op_id, op_id, std::vector<op_id>&) { return true; }, nodes_per_op, nodes_total);
+      out, p, tb, across, sel, budget,
+      [&](op_id v, storage_id s) {
+        const auto& c = tb.chain[static_cast<std::size_t>(s)];
+        if (c.empty() || ranges.empty()) return std::span<const op_id>(tb.writers[static_cast<std::size_t>(s)]);
+        const auto& av = across[static_cast<std::size_t>(v)];
+        const auto i = static_cast<std::size_t>(std::lower_bound(av.begin(), av.end(), s) - av.begin());
+        const auto [a, k] = ranges[static_cast<std::size_t>(v)][i];
+        const auto hi = std::min(k, tb.rebuildable[static_cast<std::size_t>(s)] - 1);
+        if (a < 0 || hi < a) return std::span<const op_id>();
+        return std::span<const op_id>(c.data() + a, static_cast<std::size_t>(hi - a + 1));
+      },
+      [&](op_id, op_id w, std::vector<op_id>& also) { return tb.chain_needs(w, also); }, nodes_per_op, nodes_total);
   detail::recompute_bound_finish(out);
   return out;
 }
@@ -539,14 +671,17 @@ inline recompute_lower_bound recompute_bound_in_order(const problem& p, std::spa
       },
       // w runs again after v; an input of w that an in-place write at or before v's step destroyed
       // exists then only if its producer ran again (at some time): that producer is paid too. (Not
-      // further back: that rerun may have happened early, while its own inputs were still there.)
+      // that producer's other inputs: its rerun may have happened early, while they were still there.)
+      // An in-place chain is paid whole (recompute_bound_tables::chain): w's, and that of each such producer.
       [&](op_id v, op_id w, std::vector<op_id>& also) {
         const auto at = pos[static_cast<std::size_t>(v)];
+        if (!tb.chain_needs(w, also)) return false;
         for (auto u : p.inputs(w)) {
           if (overwritten_at[static_cast<std::size_t>(u)] > at) continue;
           const auto x = p.producer(u);
           if (x == no_id || !p.recomputable(x)) return false;
           if (std::find(also.begin(), also.end(), x) == also.end()) also.push_back(x);
+          if (!tb.chain_needs(x, also)) return false;
         }
         return true;
       },
