@@ -210,6 +210,59 @@ TEST_CASE("the any-order bound never exceeds the least brute-force optimum over 
   CHECK(budgets > 0);
 }
 
+TEST_CASE("random training DAGs with in-place writes that cannot run again: both bounds and floors hold against the brute force over orders") {
+  // Small training graphs (1-2 layers) whose in-place chains often start with a write that cannot
+  // run again (bernoulli_), at three budgets from just below the given order's peak down to the least
+  // peak a plan reaches in it: against the brute force over the given order and up to 8 orders.
+  testing::training_dag_options o;
+  o.max_layers = 2;
+  o.max_bytes = 64;
+  o.p_huge = 0;
+  o.p_inplace = 0.8;
+  o.p_random_inplace = 0.5;
+  int pairs = 0, floors_above_op_local = 0, refused = 0;
+  for (std::uint64_t seed = 0; seed < 300; seed += static_cast<std::uint64_t>(testing::sanitizer_stride(2))) {
+    const auto p = testing::training_dag(seed, o);
+    if (p.num_ops() > 14) continue;  // the brute force over orders
+    INFO(p.name());
+    const auto tl = given_timeline(p);
+    const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
+    REQUIRE(lo.feasible);
+    std::vector<std::vector<op_id>> orders;
+    testing::for_each_topological_order(p, [&](const std::vector<op_id>& x) { orders.push_back(x); });
+    const std::size_t step = std::max<std::size_t>(1, orders.size() / 8);
+    for (const auto b : {tl.peak - 1, (lo.peak + tl.peak) / 2, lo.peak - 1}) {
+      if (b <= 0) continue;
+      INFO("budget " << b);
+      double least = std::numeric_limits<double>::infinity();
+      std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
+      for (std::size_t i = 0; i < orders.size(); i += step) {
+        const auto t = make_timeline(p, orders[i]);
+        const auto r = testing::remat_brute_force(p, t, b, testing::remat_plans::any);
+        if (r.feasible) least = std::min(least, r.cost);
+        const auto m = testing::remat_min_peak(p, t, testing::remat_plans::any);
+        if (m.feasible) least_peak = std::min(least_peak, m.peak);
+      }
+      const auto given = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
+      const auto in = recompute_bound_in_order(p, tl.order(), b);
+      const auto any = recompute_bound_any_order(p, b);
+      CHECK(in.memory_floor <= lo.peak);
+      CHECK(any.memory_floor <= least_peak);
+      if (!in.feasible) CHECK(!given.feasible);
+      if (!any.feasible) CHECK(least == std::numeric_limits<double>::infinity());
+      if (given.feasible && in.feasible) CHECK(in.cost <= given.cost + 1e-9);
+      if (least < std::numeric_limits<double>::infinity() && any.feasible) CHECK(any.cost <= least + 1e-9);
+      floors_above_op_local += any.memory_floor > op_local_bound(p);
+      refused += !any.feasible;
+      ++pairs;
+    }
+  }
+  MESSAGE(pairs << " (graph, budget) pairs: the any-order floor is above the op-local bound at " << floors_above_op_local
+                << ", and says no plan fits at " << refused);
+  CHECK(pairs > 20 / testing::sanitizer_stride(2));
+  CHECK(floors_above_op_local > 0);
+}
+
 TEST_CASE("an in-place chain is rebuilt whole: a mask made by an op that cannot run again stays, in every order") {
   // Dropout as exported from PyTorch: m0 = empty_like(h), bernoulli_ fills it in place (random: it
   // cannot run again), div_ scales it in place; mul reads h and the mask, mul_bw reads the mask

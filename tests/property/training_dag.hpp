@@ -31,6 +31,10 @@ struct training_dag_options {
   double p_control = 0.15;    // a control edge between two ops
   double p_momentum = 0.4;    // a weight has optimizer state updated in place
   double p_early_update = 0.5;
+  // An in-place write that cannot run again (bernoulli_ filling a dropout mask): the rest of its
+  // chain derives from a value no rerun gives back. 0 (the default) draws nothing, so the graphs of
+  // every seed stay as they were.
+  double p_random_inplace = 0.0;
 };
 
 inline std::string numbered_name(const char* prefix, std::int64_t i, std::int64_t k = -1) {
@@ -70,9 +74,10 @@ inline problem training_dag(std::uint64_t seed, const training_dag_options& o = 
     b.set_inplace_of(t, base);
     return t;
   };
-  auto op = [&](std::string name, std::vector<tensor_id> ins, std::vector<tensor_id> outs, op_phase ph) {
+  auto op = [&](std::string name, std::vector<tensor_id> ins, std::vector<tensor_id> outs, op_phase ph, bool recomputable = true) {
     const auto ws = coin(o.p_workspace) ? uni(1, o.max_bytes) : 0;
-    ops.push_back(b.add_op(std::move(name), std::move(ins), std::move(outs), "layer", ph, static_cast<double>(uni(1, 100)), ws));
+    ops.push_back(b.add_op(std::move(name), std::move(ins), std::move(outs), "layer", ph, static_cast<double>(uni(1, 100)), ws, {},
+                           recomputable));
     return ops.back();
   };
   std::vector<std::pair<op_id, tensor_id>> controls;  // control tensors produced so far (op, tensor)
@@ -118,7 +123,8 @@ inline problem training_dag(std::uint64_t seed, const training_dag_options& o = 
       const auto chain = uni(1, 3);
       for (std::int64_t k = 0; k < chain; ++k) {
         const auto next = inplace(numbered_name("a", i, k), cur, tensor_kind::activation);
-        op(numbered_name("inplace", i, k), {cur}, {next}, op_phase::forward);
+        const bool random = o.p_random_inplace > 0 && coin(o.p_random_inplace);
+        op(numbered_name("inplace", i, k), {cur}, {next}, op_phase::forward, !random);
         cur = next;
       }
     }
