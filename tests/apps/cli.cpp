@@ -507,6 +507,17 @@ TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhea
   CHECK(in > 0);
   CHECK(in <= j["overhead"].get<double>() + 1e-12);
   CHECK(any <= in + 1e-12);
+  // In the default order at 22,000,000 B (0.86 of its arena) the report certifies against the
+  // recompute floor: the transformer's dropout masks (bernoulli_, then div_ in place) cannot be
+  // rebuilt, and with them stays more than the op-local bound; never more than the plan's peak.
+  const auto fl = s.run("plan '" + model + "' --budget 22000000 --report-json '" + s / "floor.json" + "'");
+  INFO(fl.err);
+  REQUIRE(fl.code == 0);
+  CHECK(has(fl.out, "(recompute floor bound)"));
+  const auto jf = nlohmann::json::parse(slurp(s / "floor.json"));
+  CHECK(jf["lower_bound_by"] == "recompute floor");
+  CHECK(jf["lower_bound"].get<std::int64_t>() <= jf["planned_peak"].get<std::int64_t>());
+  CHECK(jf["lower_bound"].get<std::int64_t>() > 14956456);  // the op-local bound
   // --bound-time: the 0-1 bound of remat/milp_bound.hpp (with the build's MILP backend; core's without one).
   const auto t = s.run("plan '" + model + "' --scheduler given --budget " + std::to_string(budget) + " --bound-time 5 --report-json '" +
                        s / "report2.json" + "'");

@@ -105,6 +105,14 @@ inline std::optional<budget_bounds> set_budget(report& r, const problem& p, cons
   // The any-order bound holds for this order too; with their searches cut short either can be higher.
   if (in_order.feasible && any.feasible) r.overhead_lower_bound = std::max(in_order.overhead, any.overhead);
   if (any.feasible) r.overhead_lower_bound_any_order = any.overhead;
+  // A plan that recomputes without offloading needs at least the any-order memory floor (what no
+  // rerun can rebuild stays while some op runs): the report certifies against it when it is above
+  // the op-local bound plan() gave.
+  if (mp.stats.lower_bound_by == "op-local" && any.memory_floor > r.lower_bound) {
+    r.lower_bound = any.memory_floor;
+    r.lower_bound_by = "recompute floor";
+    r.gap = r.planned_peak > 0 ? static_cast<double>(r.planned_peak - r.lower_bound) / static_cast<double>(r.planned_peak) : 0.0;
+  }
   return budget_bounds{std::move(in_order), any};
 }
 
