@@ -105,6 +105,18 @@ struct recompute_bound_tables {
     chain.resize(static_cast<std::size_t>(p.num_storages()));
     rebuildable.assign(static_cast<std::size_t>(p.num_storages()), 0);
     chain_at.resize(n);
+    // Each tensor's depth in its inplace_of chain, memoized (linear even for one chain of 100k writes).
+    std::vector<std::int32_t> depth(static_cast<std::size_t>(p.num_tensors()), -1);
+    std::vector<tensor_id> walk;
+    const auto depth_of = [&](tensor_id t) {
+      walk.clear();
+      for (auto u = t; u != no_id && depth[static_cast<std::size_t>(u)] < 0; u = p.inplace_of(u)) walk.push_back(u);
+      for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
+        const auto base = p.inplace_of(*it);
+        depth[static_cast<std::size_t>(*it)] = base == no_id ? 0 : depth[static_cast<std::size_t>(base)] + 1;
+      }
+      return depth[static_cast<std::size_t>(t)];
+    };
     std::vector<std::pair<std::int32_t, tensor_id>> by_depth;
     for (storage_id s = 0; s < p.num_storages(); ++s) {
       const auto ts = p.storage_tensors(s);
@@ -112,9 +124,7 @@ struct recompute_bound_tables {
       by_depth.clear();
       bool same_size = true;
       for (auto t : ts) {
-        std::int32_t d = 0;
-        for (auto u = p.inplace_of(t); u != no_id; u = p.inplace_of(u)) ++d;
-        by_depth.emplace_back(d, t);
+        by_depth.emplace_back(depth_of(t), t);
         same_size = same_size && p.bytes(t) == p.bytes(ts[0]);
       }
       std::sort(by_depth.begin(), by_depth.end());
@@ -458,18 +468,24 @@ inline std::vector<char> recompute_bound_selection(const problem& p, const std::
 // range [a, k] of chain positions whose version s can hold while v runs in some order. Writers of one
 // chain run in chain order, so a = the last that is a proper ancestor of v (-1: none) and k = the
 // last that is not a proper descendant (v does not write s: s is not in its own across list).
-// Reachability from the chains' writers by blocked bitsets, as detail::for_each_must_live (1024
-// writers per block); other entries are (-1, -1).
+// Reachability from every chain position (a source each; chain s holds sources off[s] ..
+// off[s] + length - 1) by blocked bitsets, as detail::for_each_must_live (1024 sources per block);
+// a block looks only at the positions of each chain that fall in it. Other entries are (-1, -1).
 inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ranges(const problem& p, const recompute_bound_tables& tb,
                                                                                   const std::vector<std::vector<storage_id>>& across,
                                                                                   const std::vector<char>& sel) {
   const auto n = static_cast<std::size_t>(p.num_ops());
   std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> out(n);
-  std::vector<std::int32_t> src(n, -1);  // op -> index among the chains' writers
-  std::int32_t ns = 0;
-  for (storage_id s = 0; s < p.num_storages(); ++s)
-    for (auto w : tb.chain[static_cast<std::size_t>(s)])
-      if (w != no_id && src[static_cast<std::size_t>(w)] < 0) src[static_cast<std::size_t>(w)] = ns++;
+  std::vector<std::size_t> off(static_cast<std::size_t>(p.num_storages()), 0);
+  std::vector<std::vector<std::size_t>> src(n);  // op -> its sources
+  std::size_t ns = 0;
+  for (storage_id s = 0; s < p.num_storages(); ++s) {
+    const auto& c = tb.chain[static_cast<std::size_t>(s)];
+    off[static_cast<std::size_t>(s)] = ns;
+    for (std::size_t j = 0; j < c.size(); ++j)
+      if (c[j] != no_id) src[static_cast<std::size_t>(c[j])].push_back(ns + j);
+    ns += c.size();
+  }
   for (std::size_t v = 0; v < n; ++v) {
     if (!sel[v]) continue;
     out[v].assign(across[v].size(), {-1, -1});
@@ -482,10 +498,10 @@ inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ran
   constexpr std::size_t B = 64 * W;
   std::vector<std::uint64_t> anc(n * W), desc(n * W);
   const auto bit = [](const std::uint64_t* m, std::size_t i) { return (m[i / 64] >> (i % 64)) & 1U; };
-  for (std::size_t base = 0; base < static_cast<std::size_t>(ns); base += B) {
-    const auto local = [&](op_id o) -> std::int64_t {
-      const auto i = src[static_cast<std::size_t>(o)];
-      return i >= 0 && static_cast<std::size_t>(i) >= base && static_cast<std::size_t>(i) < base + B ? static_cast<std::int64_t>(static_cast<std::size_t>(i) - base) : -1;
+  for (std::size_t base = 0; base < ns; base += B) {
+    const auto mark = [&](std::uint64_t* m, op_id o) {
+      for (auto i : src[static_cast<std::size_t>(o)])
+        if (i >= base && i < base + B) m[(i - base) / 64] |= std::uint64_t{1} << ((i - base) % 64);
     };
     std::fill(anc.begin(), anc.end(), 0);
     std::fill(desc.begin(), desc.end(), 0);
@@ -494,7 +510,7 @@ inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ran
       for (auto q : p.preds(x)) {
         const auto* aq = &anc[static_cast<std::size_t>(q) * W];
         for (std::size_t w = 0; w < W; ++w) ax[w] |= aq[w];
-        if (const auto l = local(q); l >= 0) ax[static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(l) % 64);
+        mark(ax, q);
       }
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -502,7 +518,7 @@ inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ran
       for (auto q : p.succs(*it)) {
         const auto* dq = &desc[static_cast<std::size_t>(q) * W];
         for (std::size_t w = 0; w < W; ++w) dx[w] |= dq[w];
-        if (const auto l = local(q); l >= 0) dx[static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(l) % 64);
+        mark(dx, q);
       }
     }
     for (std::size_t v = 0; v < n; ++v) {
@@ -510,14 +526,27 @@ inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ran
       const auto* av = &anc[v * W];
       const auto* dv = &desc[v * W];
       for (std::size_t i = 0; i < across[v].size(); ++i) {
-        const auto& c = tb.chain[static_cast<std::size_t>(across[v][i])];
+        const auto s = static_cast<std::size_t>(across[v][i]);
+        const auto len = tb.chain[s].size();
+        const auto lo = std::max(off[s], base), hi = std::min(off[s] + len, base + B);  // this block's positions of chain s
+        if (lo >= hi) continue;
         auto& [a, k] = out[v][i];
-        for (std::size_t j = 0; j < c.size(); ++j) {
-          const auto l = c[j] == no_id ? -1 : local(c[j]);
-          if (l < 0) continue;
-          if (bit(av, static_cast<std::size_t>(l))) a = std::max(a, static_cast<std::int32_t>(j));
-          if (bit(dv, static_cast<std::size_t>(l))) k = std::min(k, static_cast<std::int32_t>(j) - 1);
+        // Ancestors of v among a chain's writers are a prefix of it, descendants a suffix: binary
+        // searches (a chain of L writes across L ops stays O(L log L)).
+        std::size_t l = lo, r = hi;  // first position in [lo, hi) that is not an ancestor
+        while (l < r) {
+          const auto m = l + (r - l) / 2;
+          if (bit(av, m - base)) l = m + 1;
+          else r = m;
         }
+        if (l > lo) a = std::max(a, static_cast<std::int32_t>(l - 1 - off[s]));
+        l = lo, r = hi;  // first position in [lo, hi) that is a descendant
+        while (l < r) {
+          const auto m = l + (r - l) / 2;
+          if (bit(dv, m - base)) r = m;
+          else l = m + 1;
+        }
+        if (l < hi) k = std::min(k, static_cast<std::int32_t>(l - off[s]) - 1);
       }
     }
   }
