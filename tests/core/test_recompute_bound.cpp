@@ -8,8 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include <memplan/core/analysis.hpp>
+#include <memplan/core/bounds.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/recompute_bound.hpp>
 #include <memplan/place/default_placer.hpp>
@@ -261,6 +264,59 @@ TEST_CASE("random training DAGs with in-place writes that cannot run again: both
                 << ", and says no plan fits at " << refused);
   CHECK(pairs > 20 / testing::sanitizer_stride(2));
   CHECK(floors_above_op_local > 0);
+}
+
+TEST_CASE("the versions an order can hold: detail::chain_ranges agrees with reachability on random training DAGs") {
+  // For every op v and every storage with an in-place chain that every order holds across v: the
+  // last writer that is an ancestor of v and the last that is not a descendant, against an ancestor
+  // matrix built op by op. Graphs of up to 40 layers, and one or two of 800-900 (chain positions past 1024:
+  // more than one bitset block, whose seams are the binary searches' edges).
+  testing::training_dag_options o;
+  o.max_layers = 40;
+  o.p_inplace = 0.8;
+  o.p_huge = 0;
+  std::int64_t pairs = 0;
+  std::size_t most_positions = 0;
+  for (std::uint64_t seed = 0; seed < 42; seed += static_cast<std::uint64_t>(testing::sanitizer_stride(2))) {
+    if (seed >= 40) o.min_layers = 800, o.max_layers = 900;
+    const auto p = testing::training_dag(seed, o);
+    INFO(p.name());
+    const auto n = static_cast<std::size_t>(p.num_ops());
+    const detail::recompute_bound_tables tb(p);
+    std::vector<char> sel(n, 1);
+    std::vector<std::vector<storage_id>> across(n);
+    REQUIRE(detail::for_each_must_live(p, 30000, [&](storage_id s, std::size_t base, std::span<const std::uint64_t> mask) {
+      detail::for_each_bit(base, mask, [&](op_id v) { across[static_cast<std::size_t>(v)].push_back(s); });
+    }));
+    const auto ranges = detail::chain_ranges(p, tb, across, sel);
+    std::size_t positions = 0;
+    for (const auto& c : tb.chain) positions += c.size();
+    most_positions = std::max(most_positions, positions);
+    std::vector<std::vector<char>> anc(n, std::vector<char>(n, 0));  // anc[x][q]: q is a proper ancestor of x
+    for (auto x : topological_order(p))
+      for (auto q : p.preds(x)) {
+        auto& ax = anc[static_cast<std::size_t>(x)];
+        ax[static_cast<std::size_t>(q)] = 1;
+        for (std::size_t i = 0; i < n; ++i) ax[i] = static_cast<char>(ax[i] | anc[static_cast<std::size_t>(q)][i]);
+      }
+    for (std::size_t v = 0; v < n; ++v)
+      for (std::size_t i = 0; i < across[v].size(); ++i) {
+        const auto& c = tb.chain[static_cast<std::size_t>(across[v][i])];
+        if (c.empty()) continue;
+        std::int32_t a = -1, k = static_cast<std::int32_t>(c.size()) - 1;
+        for (std::size_t j = 0; j < c.size(); ++j) {
+          if (c[j] == no_id) continue;
+          if (anc[v][static_cast<std::size_t>(c[j])]) a = std::max(a, static_cast<std::int32_t>(j));
+          if (anc[static_cast<std::size_t>(c[j])][v]) k = std::min(k, static_cast<std::int32_t>(j) - 1);
+        }
+        CHECK(ranges[v][i].first == a);
+        CHECK(ranges[v][i].second == k);
+        ++pairs;
+      }
+  }
+  MESSAGE(pairs << " (op, chained storage) pairs; at most " << most_positions << " chain positions in a graph");
+  CHECK(pairs > 100);
+  CHECK(most_positions > 1024);
 }
 
 TEST_CASE("an in-place chain is rebuilt whole: a mask made by an op that cannot run again stays, in every order") {
