@@ -275,7 +275,7 @@ TEST_CASE("the versions an order can hold: detail::chain_ranges agrees with reac
   o.max_layers = 40;
   o.p_inplace = 0.8;
   o.p_huge = 0;
-  std::int64_t pairs = 0;
+  std::int64_t pairs = 0, mismatches = 0;
   std::size_t most_positions = 0;
   for (std::uint64_t seed = 0; seed < 42; seed += static_cast<std::uint64_t>(testing::sanitizer_stride(2))) {
     if (seed >= 40) o.min_layers = 800, o.max_layers = 900;
@@ -309,12 +309,14 @@ TEST_CASE("the versions an order can hold: detail::chain_ranges agrees with reac
           if (anc[v][static_cast<std::size_t>(c[j])]) a = std::max(a, static_cast<std::int32_t>(j));
           if (anc[static_cast<std::size_t>(c[j])][v]) k = std::min(k, static_cast<std::int32_t>(j) - 1);
         }
-        CHECK(ranges[v][i].first == a);
-        CHECK(ranges[v][i].second == k);
+        if (ranges[v][i] != std::pair{a, k} && mismatches++ == 0)
+          MESSAGE("op " << v << ", storage " << across[v][i] << ": (" << ranges[v][i].first << ", " << ranges[v][i].second << "), reachability says ("
+                        << a << ", " << k << ")");
         ++pairs;
       }
   }
   MESSAGE(pairs << " (op, chained storage) pairs; at most " << most_positions << " chain positions in a graph");
+  CHECK(mismatches == 0);
   CHECK(pairs > 100);
   CHECK(most_positions > 1024);
 }
