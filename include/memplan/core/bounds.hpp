@@ -32,6 +32,32 @@ namespace detail {
 // lives to the end). Computed exactly with blocked bitsets (64·W ops per block, O(E·n/64) word
 // operations): `fn(s, base, mask)` is called once per (storage, block) with the block's W words
 // (bit k of word w: op base + 64·w + k). Returns false, calling nothing, beyond `max_ops` ops.
+// One block of blocked reachability over `order` (a topological order of p): anc[x] and desc[x] (W
+// words each, per op) get the block's sources that are proper ancestors / proper descendants of x;
+// `mark(words, o)` sets the bits of the sources o is (none when o is not one in this block).
+template <std::size_t W, class Mark>
+void block_reachability(const problem& p, std::span<const op_id> order, std::vector<std::uint64_t>& anc, std::vector<std::uint64_t>& desc,
+                        Mark&& mark) {
+  std::fill(anc.begin(), anc.end(), 0);
+  std::fill(desc.begin(), desc.end(), 0);
+  for (auto x : order) {
+    auto* ax = &anc[static_cast<std::size_t>(x) * W];
+    for (auto q : p.preds(x)) {
+      const auto* aq = &anc[static_cast<std::size_t>(q) * W];
+      for (std::size_t w = 0; w < W; ++w) ax[w] |= aq[w];
+      mark(ax, q);
+    }
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    auto* dx = &desc[static_cast<std::size_t>(*it) * W];
+    for (auto q : p.succs(*it)) {
+      const auto* dq = &desc[static_cast<std::size_t>(q) * W];
+      for (std::size_t w = 0; w < W; ++w) dx[w] |= dq[w];
+      mark(dx, q);
+    }
+  }
+}
+
 template <class Fn>
 bool for_each_must_live(const problem& p, std::int32_t max_ops, Fn&& fn) {
   const auto n = static_cast<std::size_t>(p.num_ops());
@@ -42,25 +68,10 @@ bool for_each_must_live(const problem& p, std::int32_t max_ops, Fn&& fn) {
   std::vector<std::uint64_t> anc(n * W), desc(n * W), mask(W);
   for (std::size_t base = 0; base < n; base += B) {
     const auto in_block = [&](op_id o) { return static_cast<std::size_t>(o) >= base && static_cast<std::size_t>(o) < base + B; };
-    std::fill(anc.begin(), anc.end(), 0);
-    std::fill(desc.begin(), desc.end(), 0);
     // anc[x] = block ops that are proper ancestors of x; desc[x] = block ops that are proper descendants of x.
-    for (auto x : order) {
-      auto* ax = &anc[static_cast<std::size_t>(x) * W];
-      for (auto q : p.preds(x)) {
-        const auto* aq = &anc[static_cast<std::size_t>(q) * W];
-        for (std::size_t w = 0; w < W; ++w) ax[w] |= aq[w];
-        if (in_block(q)) ax[(static_cast<std::size_t>(q) - base) / 64] |= std::uint64_t{1} << ((static_cast<std::size_t>(q) - base) % 64);
-      }
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      auto* dx = &desc[static_cast<std::size_t>(*it) * W];
-      for (auto s : p.succs(*it)) {
-        const auto* ds = &desc[static_cast<std::size_t>(s) * W];
-        for (std::size_t w = 0; w < W; ++w) dx[w] |= ds[w];
-        if (in_block(s)) dx[(static_cast<std::size_t>(s) - base) / 64] |= std::uint64_t{1} << ((static_cast<std::size_t>(s) - base) % 64);
-      }
-    }
+    block_reachability<W>(p, order, anc, desc, [&](std::uint64_t* m, op_id q) {
+      if (in_block(q)) m[(static_cast<std::size_t>(q) - base) / 64] |= std::uint64_t{1} << ((static_cast<std::size_t>(q) - base) % 64);
+    });
     for (storage_id s = 0; s < p.num_storages(); ++s) {
       if (p.resident(s) || p.storage_bytes(s) == 0) continue;
       // Ops that must see s live: after its allocator (or from the start) and before some user.

@@ -503,24 +503,7 @@ inline std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> chain_ran
       for (auto i : src[static_cast<std::size_t>(o)])
         if (i >= base && i < base + B) m[(i - base) / 64] |= std::uint64_t{1} << ((i - base) % 64);
     };
-    std::fill(anc.begin(), anc.end(), 0);
-    std::fill(desc.begin(), desc.end(), 0);
-    for (auto x : order) {
-      auto* ax = &anc[static_cast<std::size_t>(x) * W];
-      for (auto q : p.preds(x)) {
-        const auto* aq = &anc[static_cast<std::size_t>(q) * W];
-        for (std::size_t w = 0; w < W; ++w) ax[w] |= aq[w];
-        mark(ax, q);
-      }
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      auto* dx = &desc[static_cast<std::size_t>(*it) * W];
-      for (auto q : p.succs(*it)) {
-        const auto* dq = &desc[static_cast<std::size_t>(q) * W];
-        for (std::size_t w = 0; w < W; ++w) dx[w] |= dq[w];
-        mark(dx, q);
-      }
-    }
+    block_reachability<W>(p, order, anc, desc, mark);
     for (std::size_t v = 0; v < n; ++v) {
       if (!sel[v]) continue;
       const auto* av = &anc[v * W];
