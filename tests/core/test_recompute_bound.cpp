@@ -163,22 +163,33 @@ TEST_CASE("a fixed order's bound charges the producer of an input destroyed in p
 }
 
 namespace {
-// The least peak and the least recompute cost within `budget` over every topological order (the
-// brute force of tests/support over each).
+// The least peak and the least recompute cost within `budget` (infinite: no plan) over the
+// topological orders of p, all of them or up to `most` spread over them (the brute force of
+// tests/support over each).
 struct over_orders {
   std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
   double least_cost = std::numeric_limits<double>::infinity();
 };
-over_orders brute_force_over_orders(const problem& p, std::int64_t budget) {
+std::vector<std::vector<op_id>> spread_orders(const problem& p, std::size_t most) {
+  std::vector<std::vector<op_id>> all, some;
+  testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) { all.push_back(o); });
+  const std::size_t step = std::max<std::size_t>(1, all.size() / most);
+  for (std::size_t i = 0; i < all.size(); i += step) some.push_back(std::move(all[i]));
+  return some;
+}
+over_orders brute_force_over_orders(const problem& p, const std::vector<std::vector<op_id>>& orders, std::int64_t budget) {
   over_orders r;
-  testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) {
+  for (const auto& o : orders) {
     const auto tl = make_timeline(p, o);
     const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
     if (lo.feasible) r.least_peak = std::min(r.least_peak, lo.peak);
     const auto opt = testing::remat_brute_force(p, tl, budget, testing::remat_plans::any);
     if (opt.feasible) r.least_cost = std::min(r.least_cost, opt.cost);
-  });
+  }
   return r;
+}
+over_orders brute_force_over_orders(const problem& p, std::int64_t budget) {
+  return brute_force_over_orders(p, spread_orders(p, std::numeric_limits<std::size_t>::max()), budget);
 }
 }  // namespace
 
@@ -189,18 +200,9 @@ TEST_CASE("the any-order bound never exceeds the least brute-force optimum over 
   testing::for_each_brute_force_budget(4 * testing::sanitizer_stride(2), [&](const testing::remat_instance& inst, const timeline&,
                                                                              std::int64_t, std::int64_t b, const auto& opt) {
     const auto& p = inst.p;
-    std::vector<std::vector<op_id>> orders;
-    testing::for_each_topological_order(p, [&](const std::vector<op_id>& o) { orders.push_back(o); });
-    const std::size_t step = std::max<std::size_t>(1, orders.size() / 8);
-    double least = opt.cost;
-    std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t i = 0; i < orders.size(); i += step) {
-      const auto tl = make_timeline(p, orders[i]);
-      const auto r = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
-      if (r.feasible) least = std::min(least, r.cost);
-      const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
-      if (lo.feasible) least_peak = std::min(least_peak, lo.peak);
-    }
+    const auto all = brute_force_over_orders(p, spread_orders(p, 8), b);
+    const double least = std::min(opt.cost, all.least_cost);
+    const auto least_peak = all.least_peak;
     const auto any = recompute_bound_any_order(p, b);
     INFO("budget " << b << ": least optimum over the orders " << least << ", any-order bound " << any.cost);
     CHECK(any.feasible);
@@ -231,21 +233,13 @@ TEST_CASE("random training DAGs with in-place writes that cannot run again: both
     const auto tl = given_timeline(p);
     const auto lo = testing::remat_min_peak(p, tl, testing::remat_plans::any);
     REQUIRE(lo.feasible);
-    std::vector<std::vector<op_id>> orders;
-    testing::for_each_topological_order(p, [&](const std::vector<op_id>& x) { orders.push_back(x); });
-    const std::size_t step = std::max<std::size_t>(1, orders.size() / 8);
+    const auto orders = spread_orders(p, 8);
     for (const auto b : {tl.peak - 1, (lo.peak + tl.peak) / 2, lo.peak - 1}) {
       if (b <= 0) continue;
       INFO("budget " << b);
-      double least = std::numeric_limits<double>::infinity();
-      std::int64_t least_peak = std::numeric_limits<std::int64_t>::max();
-      for (std::size_t i = 0; i < orders.size(); i += step) {
-        const auto t = make_timeline(p, orders[i]);
-        const auto r = testing::remat_brute_force(p, t, b, testing::remat_plans::any);
-        if (r.feasible) least = std::min(least, r.cost);
-        const auto m = testing::remat_min_peak(p, t, testing::remat_plans::any);
-        if (m.feasible) least_peak = std::min(least_peak, m.peak);
-      }
+      const auto all = brute_force_over_orders(p, orders, b);
+      const auto least = all.least_cost;
+      const auto least_peak = all.least_peak;
       const auto given = testing::remat_brute_force(p, tl, b, testing::remat_plans::any);
       const auto in = recompute_bound_in_order(p, tl.order(), b);
       const auto any = recompute_bound_any_order(p, b);
