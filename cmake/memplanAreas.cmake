@@ -10,3 +10,17 @@ function(memplan_add_areas)
     endif()
   endforeach()
 endfunction()
+
+# memplan_append_options(OPTIONS TARGET...): appends to each TARGET the compile options in the string
+# OPTIONS, split as a shell would ("-O1 -g"); nothing when OPTIONS is empty. The cache strings that
+# tune one part of the build (MEMPLAN_TEST_OPTIMIZE, MEMPLAN_LIGHT_TEST_OPTIMIZE, MEMPLAN_BENCH_OPTIMIZE,
+# MEMPLAN_APPS_OPTIMIZE) all go through it.
+function(memplan_append_options options)
+  if(NOT options)
+    return()
+  endif()
+  separate_arguments(_opts UNIX_COMMAND "${options}")
+  foreach(_t IN LISTS ARGN)
+    target_compile_options(${_t} PRIVATE ${_opts})
+  endforeach()
+endfunction()
