@@ -261,6 +261,27 @@ TEST_CASE("report: figures from the plan, JSON with every key") {
   CHECK(io::human_bytes(782497252) == "746.25 MiB");
 }
 
+TEST_CASE("report: the time line names every kind of stage that ran, the offloader's too") {
+  const auto p = io::read_graph(data_dir + "/small.json");
+  auto r = io::make_report(p, plan_of(p, 1), 2.5, true);
+  r.schedule_seconds = 0.25;
+  r.place_seconds = 0.5;
+  r.checkpoint_seconds = r.offload_seconds = 0.0;
+  const auto line = [&] {
+    std::ostringstream os;
+    io::print_report(os, r);
+    const auto text = os.str();
+    const auto at = text.find("\ntime ");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  CHECK(line() == "time           2.500 s (schedule 0.250 s, place 0.500 s)");
+  r.offload_seconds = 1.5;
+  CHECK(line() == "time           2.500 s (schedule 0.250 s, offload 1.500 s, place 0.500 s)");
+  r.checkpoint_seconds = 0.125;
+  CHECK(line() == "time           2.500 s (schedule 0.250 s, checkpoint 0.125 s, offload 1.500 s, place 0.500 s)");
+}
+
 TEST_CASE("report, explain and plan file: the bound for the plan's implementations, when it says more") {
   // conv keeps its fast own implementation (1000 B of workspace); the lean one is twice as slow.
   const auto p = testing::conv_head("lean-but-slow", 1000, {{"slow", 20.0, 0}});
