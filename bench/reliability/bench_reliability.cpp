@@ -1,5 +1,5 @@
 // Reliability figures (docs/reliability.md):
-//   deadlines  every registered scheduler, placer and checkpointer under a time limit, on every bundled
+//   deadlines  every registered scheduler, placer, checkpointer and offloader under a time limit, on every bundled
 //              graph and on adversarial inputs; prints, per policy, its worst wall time (the stage's own
 //              seconds and the whole plan() call) against the limit, and the worst overrun. Each
 //              checkpointer also under a budget (plan()'s reruns after an overshoot: three periods at most) and
@@ -29,6 +29,7 @@
 #include <memplan/io/gzip.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/registry/checkpointers.hpp>
+#include <memplan/registry/offloaders.hpp>
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
@@ -170,6 +171,14 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
              },
              [](const plan_stats&, double total) { return total; }, limit);
     }
+    // Offloaders: that target too, at 12 GB/s and 15 TFLOP/s (docs/offload.md's setting). A policy
+    // that refuses a graph (brute_force above 16 values) is counted as a refusal.
+    plan_context offload_ctx = targeted;
+    offload_ctx.timing.bandwidth = 12e9;
+    offload_ctx.timing.device_flops = 15e12;
+    for (const auto& o : offloaders().names())
+      record("offloader " + o, name, [&] { return memplan::plan(p, schedule::given{} | offloaders().make(o) | place::greedy_by_size{}, offload_ctx); },
+             [](const plan_stats& st, double) { return st.offload_seconds; }, limit);
     std::printf("  %-40s %6d ops  every policy in %.1f s\n", name.c_str(), p.num_ops(), now_s() - graph_t0);
     print_table();
     std::fflush(stdout);

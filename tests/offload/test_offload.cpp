@@ -395,6 +395,43 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   CHECK(all.makespan == again.makespan);
 }
 
+TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's choice, vdnn and brute_force stop early, and say so") {
+  const auto p = make_problem(testing::training_chain(5, {.layers = 6}));
+  const auto tl = given_timeline(p);
+  const auto least = least_peak(p);
+  REQUIRE(least < tl.peak);
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + (tl.peak - least) / 2;
+  const auto untimed = c;
+  c.time_limit_s = 0.0;
+  const auto note_of = [](const timeline& t) { return t.stages.back().note; };
+  // dynprog: GREEDY's choice is computed first, so a clock that has run out still gives it.
+  const auto dp = offload::dynprog{}.run(p, tl, c);
+  CHECK(note_of(dp).find("Algorithm 1 stopped by the time limit at value 1 of ") != std::string::npos);
+  const auto gr = offload::greedy{}.run(p, tl, untimed);
+  CHECK(dp.steps == gr.steps);
+  CHECK(dp.peak <= c.memory_target);
+  CHECK(note_of(offload::dynprog{}.run(p, tl, untimed)).find("time limit") == std::string::npos);
+  const auto vd = offload::vdnn{}.run(p, tl, c);
+  CHECK(note_of(vd).find("vdnn stopped by the time limit after 1 of ") != std::string::npos);
+  CHECK(note_of(offload::vdnn{}.run(p, tl, untimed)).find("time limit") == std::string::npos);
+  const auto bf = offload::brute_force{}.run(p, tl, c);
+  CHECK(note_of(bf).find("brute_force stopped by the time limit after 1 of ") != std::string::npos);
+  CHECK(note_of(offload::brute_force{}.run(p, tl, untimed)).find("time limit") == std::string::npos);
+  // Through plan(): whatever each returns at once is a verified plan.
+  for (const auto& name : {"greedy", "dynprog", "vdnn", "brute_force", "refined", "default"}) {
+    CAPTURE(name);
+    const auto mp = std::string(name) == "greedy"        ? offload_plan(p, offload::greedy{}, c)
+                    : std::string(name) == "dynprog"     ? offload_plan(p, offload::dynprog{}, c)
+                    : std::string(name) == "vdnn"        ? offload_plan(p, offload::vdnn{}, c)
+                    : std::string(name) == "brute_force" ? offload_plan(p, offload::brute_force{}, c)
+                    : std::string(name) == "refined"     ? offload_plan(p, offload::refined{}, c)
+                                                         : offload_plan(p, offload::default_offloader{}, c);
+    CHECK(verify(p, mp));
+  }
+}
+
 namespace {
 // A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
 // the timeline's peak.

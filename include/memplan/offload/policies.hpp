@@ -66,6 +66,11 @@ class chooser {
   [[nodiscard]] const choice& best() const noexcept { return best_; }
   [[nodiscard]] std::int64_t evaluated() const noexcept { return evaluated_; }
   [[nodiscard]] const tick_model& model() const noexcept { return m_; }
+  // A chooser of its own over the same inputs (a choice computed aside), and its simulations counted here.
+  [[nodiscard]] chooser sibling() const { return chooser(p_, tl_, m_, target_); }
+  void count_simulations(std::int64_t n) noexcept { evaluated_ += n; }
+  // What the policy adds to its stage note (run_offloader appends it), e.g. that its clock stopped it.
+  std::string remark;
 
  private:
   const problem& p_;
@@ -84,26 +89,37 @@ inline std::vector<std::int32_t> first_k(std::int32_t k) {
 }
 
 // GREEDY (Thm. 2): prefixes of the production order from the least k whose bytes reach peak - target.
-inline choice greedy_choice(chooser& ch, std::int64_t target) {
+// A clock that runs out stops it after the prefix it is simulating (none fitted: nothing found).
+inline choice greedy_choice(chooser& ch, std::int64_t target, const deadline& clock = deadline::never()) {
   const auto& m = ch.model();
   const auto n = static_cast<std::int32_t>(m.candidates.size());
   std::int64_t need = m.peak - target, sum = 0;
   std::int32_t k = 0;
   while (k < n && sum < need) sum += m.candidates[static_cast<std::size_t>(k++)].bytes;
-  for (; k <= n; ++k)
+  for (const auto first = k; k <= n; ++k) {
     if (ch.consider(first_k(k)) < std::numeric_limits<double>::infinity()) break;
+    if (k < n && clock.expired()) {
+      ch.remark += "greedy stopped by the time limit after " + std::to_string(k - first + 1) + " prefixes";
+      break;
+    }
+  }
   return ch.best();
 }
 
 // VDNN (§6): thresholds on u_F / |x|; all values above, and every other one of them.
-inline choice vdnn_choice(chooser& ch) {
+inline choice vdnn_choice(chooser& ch, const deadline& clock = deadline::never()) {
   const auto& cs = ch.model().candidates;
   std::vector<double> ratio;
   for (const auto& c : cs) ratio.push_back(c.producer_seconds / static_cast<double>(c.bytes));
   auto th = ratio;
   std::sort(th.begin(), th.end(), std::greater<>());
   th.erase(std::unique(th.begin(), th.end()), th.end());
-  for (double t : th) {
+  for (std::size_t ti = 0; ti < th.size(); ++ti) {
+    const double t = th[ti];
+    if (ti > 0 && clock.expired()) {  // each threshold simulates two choices (0.32 s on a 3,197-op graph)
+      ch.remark += "vdnn stopped by the time limit after " + std::to_string(ti) + " of " + std::to_string(th.size()) + " thresholds";
+      break;
+    }
     std::vector<std::int32_t> all, half;
     for (std::size_t i = 0; i < cs.size(); ++i)
       if (ratio[i] >= t) all.push_back(static_cast<std::int32_t>(i));
@@ -174,7 +190,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
     if (c.found()) {
       chosen = c.chosen;
       note = name + ": offloads " + std::to_string(chosen.size()) + " of " + std::to_string(m.candidates.size()) + " values (" +
-             std::to_string(ch.evaluated()) + " schedules simulated)";
+             std::to_string(ch.evaluated()) + " schedules simulated" + (ch.remark.empty() ? "" : "; " + ch.remark) + ")";
     } else {
       // Nothing fits: the least peak offloading reaches (every value, waiting for every copy), and say so
       // (the pipeline reports the overshoot).
@@ -182,7 +198,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
       fit = least_peak(m);
       lb = makespan_lower_bound(m, fit);
       note = name + ": no choice of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
-             std::to_string(target) + " bytes; offloaded all, peak " + std::to_string(fit);
+             std::to_string(target) + " bytes" + (ch.remark.empty() ? "" : " (" + ch.remark + ")") + "; offloaded all, peak " + std::to_string(fit);
     }
   }
   auto out = build(p, tl, m, chosen, fit);
@@ -212,7 +228,8 @@ struct greedy {
   static constexpr stage_kind kind = stage_kind::offloader;
   [[nodiscard]] std::string name() const { return "greedy"; }
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    return detail::run_offloader(p, std::move(tl), ctx, name(), [](detail::chooser& ch, std::int64_t target) { return detail::greedy_choice(ch, target); });
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [&clock](detail::chooser& ch, std::int64_t target) { return detail::greedy_choice(ch, target, clock); });
   }
 };
 
@@ -220,7 +237,8 @@ struct vdnn {
   static constexpr stage_kind kind = stage_kind::offloader;
   [[nodiscard]] std::string name() const { return "vdnn"; }
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
-    return detail::run_offloader(p, std::move(tl), ctx, name(), [](detail::chooser& ch, std::int64_t) { return detail::vdnn_choice(ch); });
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [&clock](detail::chooser& ch, std::int64_t) { return detail::vdnn_choice(ch, clock); });
   }
 };
 
@@ -230,12 +248,18 @@ struct brute_force {
   [[nodiscard]] std::string name() const { return "brute_force"; }
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     const auto limit = max_candidates;
-    return detail::run_offloader(p, std::move(tl), ctx, name(), [limit](detail::chooser& ch, std::int64_t) {
+    const auto clock = deadline::after(ctx.time_limit_or(-1.0));
+    return detail::run_offloader(p, std::move(tl), ctx, name(), [limit, &clock](detail::chooser& ch, std::int64_t) {
       const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
       if (n > limit)
         throw error(errc::invalid_argument, "offload::brute_force: " + std::to_string(n) + " offloadable values, more than its limit of " +
                                                 std::to_string(limit));
       for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
+        if (mask > 0 && clock.expired()) {  // then not the least makespan: the note says so
+          ch.remark += "brute_force stopped by the time limit after " + std::to_string(mask) + " of " + std::to_string(std::uint64_t{1} << n) +
+                       " subsets";
+          break;
+        }
         std::vector<std::int32_t> v;
         for (std::int32_t i = 0; i < n; ++i)
           if (mask >> i & 1u) v.push_back(i);
@@ -255,7 +279,7 @@ struct refined {
     const auto rounds = max_rounds;
     const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
     return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, &clock](detail::chooser& ch, std::int64_t target) {
-      const auto g = detail::greedy_choice(ch, target);
+      const auto g = detail::greedy_choice(ch, target, clock);
       return detail::refine_choice(ch, g.found() ? g.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())), rounds,
                                    clock);
     });
