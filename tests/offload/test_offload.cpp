@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -393,6 +394,59 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   const auto again = offload::combined<>{}.run(p, tl, c);
   CHECK(all.steps == again.steps);
   CHECK(all.makespan == again.makespan);
+}
+
+TEST_CASE("a host limit is held while choosing: every offloader's choice within it, brute force the least, default rescued by its other members") {
+  // Host limits just below GREEDY's host peak on random chains: brute force is the least makespan
+  // among the choices within the limit; every policy's timeline holds it or the policy refuses; the
+  // default refuses only when all its members do (until stop 54 the limit was checked on the final
+  // choice only, and the default failed with GREEDY's refusal).
+  int limited = 0, exact_fits = 0, greedy_refused = 0, rescued = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 4 + seed % 5), "chain" + std::to_string(seed)));
+    const auto tl = given_timeline(p);
+    const auto least = least_peak(p);
+    for (double f : {0.2, 0.5, 0.8}) {
+      plan_context tc;
+      tc.timing.bandwidth = 4.0 + static_cast<double>(seed % 3) * 6.0;
+      tc.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+      const auto free_greedy = offload::greedy{}.run(p, tl, tc);
+      if (free_greedy.host_peak == 0 || free_greedy.peak > tc.memory_target) continue;
+      tc.timing.host_limit = free_greedy.host_peak - 1;
+      ++limited;
+      CAPTURE(seed);
+      CAPTURE(f);
+      const auto attempt = [&](auto o) -> std::optional<timeline> {
+        try {
+          auto r = o.run(p, tl, tc);
+          CHECK(r.host_peak <= tc.timing.host_limit);
+          CHECK(r.peak <= tc.memory_target);
+          return r;
+        } catch (const error& e) {
+          CHECK(e.code() == errc::infeasible);
+          return std::nullopt;
+        }
+      };
+      const auto exact = attempt(offload::brute_force{});
+      const auto g = attempt(offload::greedy{});
+      const std::vector<std::optional<timeline>> members{g, attempt(offload::dynprog{}), attempt(offload::vdnn{}), attempt(offload::refined{})};
+      const auto d = attempt(offload::default_offloader{});
+      bool any = false;
+      for (const auto& m : members) {
+        any = any || m.has_value();
+        if (m && exact) CHECK(m->makespan >= exact->makespan - 1e-9);
+      }
+      CHECK(d.has_value() == any);
+      if (any) CHECK(exact.has_value());
+      exact_fits += exact.has_value();
+      greedy_refused += !g.has_value();
+      rescued += !g.has_value() && d.has_value();
+    }
+  }
+  MESSAGE(limited << " (chain, target) pairs with a host limit below GREEDY's host peak: brute force fits " << exact_fits << ", GREEDY refuses "
+                  << greedy_refused << ", the default rescued by another member on " << rescued);
+  CHECK(limited >= 12);
+  CHECK(rescued > 0);
 }
 
 TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's choice, vdnn and brute_force stop early, and say so") {

@@ -104,10 +104,12 @@ class best_of {
     timeline best;
     bool have = false;
     std::string note, winner;
+    std::optional<error> refused;  // the first member's refusal, thrown when no member gives a timeline
     const auto target = ctx.peak_target();
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     step_pacer pace(clock);
-    std::apply([&](const auto&... s) { (consider_timeline(p, tl, within(ctx, clock, pace, have, note, s), target, s, best, have, note, winner), ...); }, members_);
+    std::apply([&](const auto&... s) { (consider_timeline(p, tl, within(ctx, clock, pace, have, note, s), target, s, best, have, note, winner, refused), ...); }, members_);
+    if (!have) throw *refused;
     best.stages.back().name = winner;
     best.stages.back().note = "best_of: " + note + (best.stages.back().note.empty() ? "" : "; winner: " + best.stages.back().note);
     return best;
@@ -184,9 +186,20 @@ class best_of {
 
   template <class P>
   static void consider_timeline(const problem& p, const timeline& in, const std::optional<plan_context>& ctx, std::int64_t target, const P& s,
-                                timeline& best, bool& have, std::string& note, std::string& winner) {
+                                timeline& best, bool& have, std::string& note, std::string& winner, std::optional<error>& refused) {
     if (!ctx) return;
-    auto r = run_stage(s, p, in, *ctx);
+    // A member that refuses (an offloader whose every choice needs more host memory than the host
+    // limit) leaves the others their chance: the default offloader failed with its first member's
+    // refusal until stop 54.
+    timeline r;
+    try {
+      r = run_stage(s, p, in, *ctx);
+    } catch (const error& e) {
+      if (e.code() != errc::infeasible) throw;
+      note += (note.empty() ? "" : ", ") + std::string(s.name()) + " refused (" + e.what() + ")";
+      if (!refused) refused = e;
+      return;
+    }
     const auto who = r.stages.empty() ? std::string(s.name()) : r.stages.back().name;
     note += (note.empty() ? "" : ", ") + who + "=" + std::to_string(r.peak) + "/" + std::to_string(added_cost(p, r));
     if (!have || better_timeline(p, r, best, target)) {

@@ -55,7 +55,10 @@ class chooser {
   double consider(const std::vector<std::int32_t>& chosen) {
     ++evaluated_;
     const auto r = simulate(p_, tl_, m_, chosen, target_);
-    if (!r.feasible) return std::numeric_limits<double>::infinity();
+    // A choice above the host limit does not fit (the limit was only checked on the final choice
+    // until stop 54: a policy could pick one above it while another choice fitted).
+    if (!r.feasible || (hold_host_limit && m_.timing.host_limit >= 0 && r.host_peak > m_.timing.host_limit))
+      return std::numeric_limits<double>::infinity();
     if (r.makespan < best_.makespan - 1e-12 * std::max(1.0, r.makespan) ||
         (same_time(r.makespan, best_.makespan) && r.moved < best_moved_)) {
       best_ = {chosen, r.makespan};
@@ -71,6 +74,8 @@ class chooser {
   void count_simulations(std::int64_t n) noexcept { evaluated_ += n; }
   // What the policy adds to its stage note (run_offloader appends it), e.g. that its clock stopped it.
   std::string remark;
+  // false: choices above the host limit count as fitting (a start for a search that then holds it).
+  bool hold_host_limit = true;
 
  private:
   const problem& p_;
@@ -279,9 +284,16 @@ struct refined {
     const auto rounds = max_rounds;
     const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
     return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, &clock](detail::chooser& ch, std::int64_t target) {
+      const auto all = detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size()));
       const auto g = detail::greedy_choice(ch, target, clock);
-      return detail::refine_choice(ch, g.found() ? g.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())), rounds,
-                                   clock);
+      if (g.found()) return detail::refine_choice(ch, g.chosen, rounds, clock);
+      // No prefix fits within the host limit: start from the one that meets the memory target alone
+      // and let the moves (a value swapped for a smaller one, one dropped) bring the host bytes down.
+      auto loose = ch.sibling();
+      loose.hold_host_limit = false;
+      const auto start = detail::greedy_choice(loose, target, clock);
+      ch.count_simulations(loose.evaluated());
+      return detail::refine_choice(ch, start.found() ? start.chosen : all, rounds, clock);
     });
   }
 };
