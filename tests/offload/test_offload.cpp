@@ -424,6 +424,8 @@ TEST_CASE("a host limit is held while choosing: every offloader's choice within 
           return r;
         } catch (const error& e) {
           CHECK(e.code() == errc::infeasible);
+          CHECK(std::string(e.what()).find("meets the target of " + std::to_string(tc.memory_target) + " bytes within the host limit of " +
+                                           std::to_string(tc.timing.host_limit)) != std::string::npos);
           return std::nullopt;
         }
       };

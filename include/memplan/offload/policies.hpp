@@ -188,6 +188,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
                                             std::to_string(target) + " and offloading needs a bandwidth (plan_context::timing, --bandwidth)");
   double lb = m.compute_time;
   std::int64_t fit = target;
+  bool none_fits = false;  // no choice the policy tried met the target (within the host limit)
   if (reduce) {
     lb = makespan_lower_bound(m, target);
     chooser ch(p, tl, m, target);
@@ -199,6 +200,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
     } else {
       // Nothing fits: the least peak offloading reaches (every value, waiting for every copy), and say so
       // (the pipeline reports the overshoot).
+      none_fits = true;
       chosen = first_k(static_cast<std::int32_t>(m.candidates.size()));
       fit = least_peak(m);
       lb = makespan_lower_bound(m, fit);
@@ -209,8 +211,13 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
   auto out = build(p, tl, m, chosen, fit);
   out.makespan_lower_bound = std::min(lb, out.makespan);
   if (ctx.timing.host_limit >= 0 && out.host_peak > ctx.timing.host_limit)
-    throw error(errc::infeasible, "offloader '" + name + "': the offloaded values need " + std::to_string(out.host_peak) +
-                                      " bytes of host memory, above the host limit of " + std::to_string(ctx.timing.host_limit));
+    throw error(errc::infeasible, "offloader '" + name + "': " +
+                                      (none_fits
+                                           ? "no choice it tried of the " + std::to_string(m.candidates.size()) + " offloadable values meets the target of " +
+                                                 std::to_string(target) + " bytes within the host limit of " + std::to_string(ctx.timing.host_limit) +
+                                                 " bytes (offloading all of them needs " + std::to_string(out.host_peak) + ")"
+                                           : "the offloaded values need " + std::to_string(out.host_peak) + " bytes of host memory, above the host limit of " +
+                                                 std::to_string(ctx.timing.host_limit)));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.stages.push_back({stage_kind::offloader, name, secs, note});
   return out;
