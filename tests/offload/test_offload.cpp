@@ -451,14 +451,23 @@ TEST_CASE("a host limit is held while choosing: every offloader's choice within 
   CHECK(rescued > 0);
 }
 
+namespace {
+// A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
+// the timeline's peak.
+plan_context between_least_and_peak(const timeline& tl, std::int64_t least, double f) {
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+  return c;
+}
+}  // namespace
+
 TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's choice, vdnn and brute_force stop early, and say so") {
   const auto p = make_problem(testing::training_chain(5, {.layers = 6}));
   const auto tl = given_timeline(p);
   const auto least = least_peak(p);
   REQUIRE(least < tl.peak);
-  plan_context c;
-  c.timing.bandwidth = 6.0;
-  c.memory_target = least + (tl.peak - least) / 2;
+  auto c = between_least_and_peak(tl, least, 0.5);
   const auto untimed = c;
   c.time_limit_s = 0.0;
   const auto note_of = [](const timeline& t) { return t.stages.back().note; };
@@ -487,17 +496,6 @@ TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's ch
     CHECK(verify(p, mp));
   }
 }
-
-namespace {
-// A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
-// the timeline's peak.
-plan_context between_least_and_peak(const timeline& tl, std::int64_t least, double f) {
-  plan_context c;
-  c.timing.bandwidth = 6.0;
-  c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
-  return c;
-}
-}  // namespace
 
 TEST_CASE("offload::combined's makespan bound holds when its checkpointer moves ops to faster implementations") {
   // Every op has a twice-as-fast alternative without workspace that the given timeline does not run:
