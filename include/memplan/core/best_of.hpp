@@ -109,7 +109,10 @@ class best_of {
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     step_pacer pace(clock);
     std::apply([&](const auto&... s) { (consider_timeline(p, tl, within(ctx, clock, pace, have, note, s), target, s, best, have, note, winner, refused), ...); }, members_);
-    if (!have) throw *refused;
+    if (!have) {
+      if (refused) throw *refused;
+      throw error(errc::invalid_argument, "best_of: no member ran");
+    }
     best.stages.back().name = winner;
     best.stages.back().note = "best_of: " + note + (best.stages.back().note.empty() ? "" : "; winner: " + best.stages.back().note);
     return best;
