@@ -37,7 +37,7 @@ struct build_result {
   bool feasible = false;
   double makespan = std::numeric_limits<double>::infinity();
   std::int64_t moved = 0;  // bytes offloaded (each also prefetched)
-  std::int64_t host_peak = 0;  // most bytes on the host at once (feasible runs; the timeline's host_peak)
+  std::int64_t host_peak = 0;  // most bytes on the host at once (feasible runs under a host limit; else 0)
   std::string why;         // when infeasible
 };
 
@@ -154,18 +154,21 @@ class builder {
     }
     r.feasible = true;
     r.makespan = std::max(prev_end, engine);
-    // Host bytes: a value is there from the start of its offload to the end of its prefetch (as
-    // host_peak() counts the written steps), so that choosers can hold a host limit.
-    std::vector<std::pair<double, std::int64_t>> ev;
-    ev.reserve(2 * nc);
-    for (std::size_t j = 0; j < nc; ++j) {
-      const auto b = p_.storage_bytes(p_.storage_of(cand(chosen[j]).tensor));
-      ev.emplace_back(off_b[j], b);
-      ev.emplace_back(pre_e[j], -b);
+    // Host bytes, under a host limit only (the searches simulate tens of thousands of choices): a value
+    // is there from the start of its offload to the end of its prefetch (as host_peak() counts the
+    // written steps), so that choosers can hold the limit.
+    if (m_.timing.host_limit >= 0) {
+      std::vector<std::pair<double, std::int64_t>> ev;
+      ev.reserve(2 * nc);
+      for (std::size_t j = 0; j < nc; ++j) {
+        const auto b = p_.storage_bytes(p_.storage_of(cand(chosen[j]).tensor));
+        ev.emplace_back(off_b[j], b);
+        ev.emplace_back(pre_e[j], -b);
+      }
+      std::sort(ev.begin(), ev.end());
+      std::int64_t on_host = 0;
+      for (const auto& e : ev) r.host_peak = std::max(r.host_peak, on_host += e.second);
     }
-    std::sort(ev.begin(), ev.end());
-    std::int64_t on_host = 0;
-    for (const auto& e : ev) r.host_peak = std::max(r.host_peak, on_host += e.second);
     if (out) write(chosen, at, op_b, op_e, off_b, off_e, pre_b, pre_e, r.makespan, *out);
     return r;
   }
