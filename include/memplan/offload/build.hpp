@@ -165,9 +165,7 @@ class builder {
         ev.emplace_back(off_b[j], b);
         ev.emplace_back(pre_e[j], -b);
       }
-      std::sort(ev.begin(), ev.end());
-      std::int64_t on_host = 0;
-      for (const auto& e : ev) r.host_peak = std::max(r.host_peak, on_host += e.second);
+      r.host_peak = most_at_once(std::move(ev));
     }
     if (out) write(chosen, at, op_b, op_e, off_b, off_e, pre_b, pre_e, r.makespan, *out);
     return r;
@@ -243,6 +241,11 @@ class builder {
       if (s.kind == step_kind::offload) ev.push_back({s.begin, p.storage_bytes(p.storage_of(s.id))});
       if (s.kind == step_kind::prefetch) ev.push_back({s.end, -p.storage_bytes(p.storage_of(s.id))});
     }
+    return most_at_once(std::move(ev));
+  }
+  // The most bytes held at once by (time, +bytes at a copy's start / -bytes at its end) events; at one
+  // instant the ends come first (they sort before the starts).
+  static std::int64_t most_at_once(std::vector<std::pair<double, std::int64_t>> ev) {
     std::sort(ev.begin(), ev.end());
     std::int64_t cur = 0, peak = 0;
     for (const auto& e : ev) peak = std::max(peak, cur += e.second);

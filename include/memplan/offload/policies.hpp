@@ -291,7 +291,6 @@ struct refined {
     const auto rounds = max_rounds;
     const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
     return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, &clock](detail::chooser& ch, std::int64_t target) {
-      const auto all = detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size()));
       const auto g = detail::greedy_choice(ch, target, clock);
       if (g.found()) return detail::refine_choice(ch, g.chosen, rounds, clock);
       // No prefix fits within the host limit: start from the one that meets the memory target alone
@@ -300,7 +299,8 @@ struct refined {
       loose.hold_host_limit = false;
       const auto start = detail::greedy_choice(loose, target, clock);
       ch.count_simulations(loose.evaluated());
-      return detail::refine_choice(ch, start.found() ? start.chosen : all, rounds, clock);
+      return detail::refine_choice(ch, start.found() ? start.chosen : detail::first_k(static_cast<std::int32_t>(ch.model().candidates.size())),
+                                   rounds, clock);
     });
   }
 };
