@@ -272,6 +272,25 @@ TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans, meets
   CHECK(dp.stats.recompute_cost <= rv.stats.recompute_cost);
 }
 
+TEST_CASE("revolve and chain_dp under a spent time limit: their first replay stops, the timeline comes back unchanged") {
+  // revolve's first replay (no snapshots) recomputes the forward from the input for every segment,
+  // quadratic in the chain: it ran whatever the limit (70 ms past a few ms on ResNet-101 b32). Stopped,
+  // the stage says so and recomputes nothing; without a limit, it meets the target.
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(200, 1000, 1000, 1.0, 2.0)));
+  const auto tl = given_timeline(p);
+  plan_context ctx;
+  ctx.memory_target = tl.peak / 2;
+  const auto free_run = remat::revolve{}.run(p, tl, ctx);
+  CHECK(free_run.peak <= ctx.memory_target);
+  ctx.time_limit_s = 0;
+  for (const auto& out : {remat::revolve{}.run(p, tl, ctx), remat::chain_dp{}.run(p, tl, ctx)}) {
+    CHECK(out.peak == tl.peak);
+    CHECK(out.steps == tl.steps);
+    REQUIRE_FALSE(out.stages.empty());
+    CHECK(out.stages.back().note.find("nothing recomputed") != std::string::npos);
+  }
+}
+
 TEST_CASE("checkpointers are deterministic and compose with best_of") {
   // Early weight updates (the default scheduler) free the gradients, so activations dominate the peak.
   const auto p = make_problem(zoo::resnet(14, 8, 64));

@@ -43,8 +43,8 @@ struct revolve {
       tl.stages.push_back({kind, name(), 0.0, "revolve: nothing recomputed: the timeline already meets the target"});
       return tl;
     }
-    // The context's time limit bounds the search over snapshot counts (none by default; the first
-    // attempt always runs).
+    // The context's time limit bounds the search over snapshot counts and the first replay (none by
+    // default).
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     std::vector<detail::candidate> cs;
     // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
@@ -52,10 +52,11 @@ struct revolve {
       return std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
                                                          std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points, until);
     };
-    auto attempt = [&](const std::shared_ptr<const detail::chain_table>& table, std::int32_t c) {
+    auto attempt = [&](const std::shared_ptr<const detail::chain_table>& table, std::int32_t c, const deadline* until = nullptr) {
       cs.push_back(detail::replay(su.e, detail::split_policy<detail::table_split>(p, su.c, su.e, detail::table_split{table, c}), detail::target_of(ctx),
                                   std::to_string(c) + " snapshots over " + std::to_string(m + 1) + " segments (model: " +
-                                      std::to_string(static_cast<long long>(table->cost(c))) + " segment recomputations)"));
+                                      std::to_string(static_cast<long long>(table->cost(c))) + " segment recomputations)",
+                                  until));
       return cs.back().tl.peak;
     };
     std::string how;
@@ -68,10 +69,19 @@ struct revolve {
     } else {
       // More snapshots: less recomputation, more memory. The most snapshots whose plan meets the target,
       // by bisection over one table built for the most (each step is then one replay of the engine).
-      // With a time limit, no snapshots first (a table of one column: always), then the full table if
+      // With a time limit, no snapshots first (a table of one column), then the full table if
       // it completes in time, then the steps while the pacer sees time for one more replay.
+      // The first replay, with no snapshots, recomputes the forward from the input for every segment:
+      // quadratic in the chain's length (60-74 ms on ResNet-101 b32 whatever the limit), so the clock
+      // stops it too; stopped, revolve returns the timeline unchanged (best_solver_free started it
+      // with a few ms left and ran 70 ms past its limit).
       std::int32_t lo = 0, hi = std::min(max_snapshots, m);
-      if (attempt(table_for(0, nullptr), 0) <= target && hi > 0) {
+      const auto first_peak = attempt(table_for(0, nullptr), 0, clock.limited() ? &clock : nullptr);
+      if (cs.back().tl.steps.empty()) {
+        tl.stages.push_back({kind, name(), 0.0, "revolve: nothing recomputed: the time limit ran out during its first replay (no snapshots)"});
+        return tl;
+      }
+      if (first_peak <= target && hi > 0) {
         const auto table = table_for(hi, &clock);
         if (!table->complete()) {
           how = "; the time limit ran out while building the table for " + std::to_string(hi) + " snapshots";
