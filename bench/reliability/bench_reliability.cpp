@@ -2,7 +2,7 @@
 //   deadlines  every registered scheduler, placer, checkpointer and offloader under a time limit, on every bundled
 //              graph and on adversarial inputs; prints, per policy, its worst wall time (the stage's own
 //              seconds and the whole plan() call) against the limit, and the worst overrun. Each
-//              checkpointer also under a budget (plan()'s reruns after an overshoot: three periods at most) and
+//              checkpointer and offloader also under a budget (plan()'s reruns after an overshoot: three periods at most) and
 //              under a stop for the whole plan() one period away.
 //   variants   plan_choosing_variants' group search under its time limit (--variant-limit, 2 s) at two
 //              budgets on the bundled exports with variants: the search's time and its overrun.
@@ -176,9 +176,25 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
     plan_context offload_ctx = targeted;
     offload_ctx.timing.bandwidth = 12e9;
     offload_ctx.timing.device_flops = 15e12;
-    for (const auto& o : offloaders().names())
-      record("offloader " + o, name, [&] { return memplan::plan(p, schedule::given{} | offloaders().make(o) | place::greedy_by_size{}, offload_ctx); },
+    // The same three ways as the checkpointers: the stage alone, plan() with that budget (its reruns), and
+    // plan() with that budget under a stop for the whole plan.
+    plan_context offload_budgeted = budgeted;
+    offload_budgeted.timing = offload_ctx.timing;
+    for (const auto& o : offloaders().names()) {
+      auto pipeline = [&] { return schedule::given{} | offloaders().make(o) | place::greedy_by_size{}; };
+      record("offloader " + o, name, [&] { return memplan::plan(p, pipeline(), offload_ctx); },
              [](const plan_stats& st, double) { return st.offload_seconds; }, limit);
+      record("budget reruns offloader " + o, name, [&] { return memplan::plan(p, pipeline(), offload_budgeted); },
+             [](const plan_stats& st, double) { return st.offload_seconds; }, 3 * limit);
+      record("whole-plan stop offloader " + o, name,
+             [&] {
+               plan_context stopped = offload_budgeted;
+               stopped.time_limit_s = -1;
+               stopped.stop = deadline::after(limit);
+               return memplan::plan(p, pipeline(), stopped);
+             },
+             [](const plan_stats&, double total) { return total; }, limit);
+    }
     std::printf("  %-40s %6d ops  every policy in %.1f s\n", name.c_str(), p.num_ops(), now_s() - graph_t0);
     print_table();
     std::fflush(stdout);
