@@ -52,8 +52,9 @@ inline constexpr unsigned reducer_bits =
     (1u << static_cast<unsigned>(stage_kind::checkpointer)) | (1u << static_cast<unsigned>(stage_kind::offloader));
 
 // Runs the stages of tuple `t` from index I on; the timeline before the first checkpointer or
-// offloader is kept in `before_reduce` (with its index in `reduce_at`) for the budget loop. The stage
-// at `start` runs with `*start_ctx` when one is given (the budget loop's reruns: the reducer's stop).
+// offloader is kept in `before_reduce` (with its index in `reduce_at`) for the budget loop. The
+// checkpointers and offloaders from `start` on run with `*start_ctx` when one is given (the budget
+// loop's reruns: the reducers' stop).
 template <std::size_t I = 0, class Tuple>
 timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline tl, const plan_context& ctx,
                   timeline* before_reduce, std::size_t* reduce_at, const plan_context* start_ctx = nullptr) {
@@ -66,7 +67,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
         *before_reduce = tl;
         *reduce_at = I;
       }
-      tl = run_stage(std::get<I>(t), p, std::move(tl), start_ctx && I == start ? *start_ctx : ctx);
+      tl = run_stage(std::get<I>(t), p, std::move(tl), start_ctx && (stage_kinds<S> & reducer_bits) != 0 ? *start_ctx : ctx);
     }
     return run_from<I + 1>(t, start, p, std::move(tl), ctx, before_reduce, reduce_at, start_ctx);
   }
@@ -176,8 +177,14 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // search does not look at the clock (greedy after greedy_by_size on adversarial-training-800:
       // greedy used the 0.012 s left on a 0.25 s whole-plan stop, then the placer took 0.026 s).
       deadline rerun_stop = ctx.stop;
+      // With a checkpointer and an offloader, both are kept back, by what followed the last of them
+      // (the CLI's pipeline has checkpointer `none` before the offloader: kept back by the
+      // offloader's own time before, the offloader itself not at all).
+      std::size_t last_reducer = kept_records;
+      for (std::size_t k = kept_records; k < tl.stages.size(); ++k)
+        if (tl.stages[k].kind == stage_kind::checkpointer || tl.stages[k].kind == stage_kind::offloader) last_reducer = k;
       double after_reducer_s = 0.0;
-      for (std::size_t k = kept_records + 1; k < tl.stages.size(); ++k) after_reducer_s += tl.stages[k].seconds;
+      for (std::size_t k = last_reducer + 1; k < tl.stages.size(); ++k) after_reducer_s += tl.stages[k].seconds;
       auto rerun = [&](std::int64_t target) {
         run_ctx.memory_target = target;
         run_ctx.stop = rerun_stop;
@@ -319,8 +326,11 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     mp.stats.offload_seconds = run_seconds[static_cast<std::size_t>(stage_kind::offloader)];
     mp.stats.place_seconds = run_seconds[static_cast<std::size_t>(stage_kind::placer)];
     std::string note = "budget: aimed at " + detail::bytes_text(first_target) + ", the placed arena was " + detail::bytes_text(first_arena) +
-                       ", above the limit of " + detail::bytes_text(limit) + "; the " + (contains_kind<S>(stage_kind::checkpointer) ? "checkpointer" : "offloader") +
-                       " and the stages after it ran " + std::to_string(reruns.size()) + " more time" + (reruns.size() > 1 ? "s" : "") + ", aimed at";
+                       ", above the limit of " + detail::bytes_text(limit) + "; the " +
+                       (!contains_kind<S>(stage_kind::offloader) ? "checkpointer and the stages after it"
+                        : contains_kind<S>(stage_kind::checkpointer) ? "checkpointer, the offloader and the stages after them"
+                                                                    : "offloader and the stages after it") +
+                       " ran " + std::to_string(reruns.size()) + " more time" + (reruns.size() > 1 ? "s" : "") + ", aimed at";
     for (std::size_t i = 0; i < reruns.size(); ++i)
       note += (i ? ", " : " ") + std::to_string(reruns[i].first) + " (arena " + std::to_string(reruns[i].second) + ")";
     note += "; kept the plan aimed at " + std::to_string(kept_target) + " (stage seconds are over all " + std::to_string(reruns.size() + 1) + " runs)";
