@@ -274,8 +274,8 @@ TEST_CASE("chain_dp: never worse than its own budgets' revolve-like plans, meets
 
 TEST_CASE("revolve and chain_dp under a spent time limit: their first replay stops, the timeline comes back unchanged") {
   // revolve's first replay (no snapshots) recomputes the forward from the input for every segment,
-  // quadratic in the chain: it ran whatever the limit (70 ms past a few ms on ResNet-101 b32). Stopped,
-  // the stage says so and recomputes nothing; without a limit, it meets the target.
+  // quadratic in the chain, and ran whatever the limit. Stopped, the stage says so and recomputes
+  // nothing; without a limit, it meets the target.
   const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(200, 1000, 1000, 1.0, 2.0)));
   const auto tl = given_timeline(p);
   plan_context ctx;

@@ -90,10 +90,10 @@ struct combined {
     std::int32_t best_j = -1;
     std::vector<std::pair<std::int32_t, std::string>> tried;
     double quickest = 1e18;
-    // The most a split ran past the limit it was given (a member's first replay does not look at the
-    // clock: revolve's, with no snapshots, took 13-22 ms on ResNet-18 b32 under a 3-10 ms limit): each
-    // later split's limit is kept back by it, so that the last one, given all that is left, ends in
-    // time (ResNet-18 b32 under 0.25 s: 0.279 s before, all 9 splits run).
+    // The most a split ran past the limit it was given (a member's work between two reads of its
+    // clock: a split given a few ms takes at least that): each later split's limit is kept back by
+    // it, so that the last one, given all that is left, ends in time (ResNet-18 b32 under 0.25 s:
+    // 0.279 s before, all 9 splits run).
     double most_over = 0.0;
     std::size_t run = 0;
     for (; run < order.size(); ++run) {

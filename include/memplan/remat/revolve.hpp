@@ -71,10 +71,10 @@ struct revolve {
       // by bisection over one table built for the most (each step is then one replay of the engine).
       // With a time limit, no snapshots first (a table of one column), then the full table if
       // it completes in time, then the steps while the pacer sees time for one more replay.
-      // The first replay, with no snapshots, recomputes the forward from the input for every segment:
-      // quadratic in the chain's length (60-74 ms on ResNet-101 b32 whatever the limit), so the clock
-      // stops it too; stopped, revolve returns the timeline unchanged (best_solver_free started it
-      // with a few ms left and ran 70 ms past its limit).
+      // The first replay, with no snapshots, recomputes the forward from the input for every segment
+      // (quadratic in the chain's length, as chain_dp's first budget), so the clock stops it too;
+      // stopped, revolve returns the timeline unchanged. (The 60-74 ms revolve took under a few-ms
+      // limit on ResNet-101 b32 was the table's allocation, chain.hpp; this replay took 6 ms there.)
       std::int32_t lo = 0, hi = std::min(max_snapshots, m);
       const auto first_peak = attempt(table_for(0, nullptr), 0, clock.limited() ? &clock : nullptr);
       if (cs.back().tl.steps.empty()) {
