@@ -152,17 +152,16 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
     //   every stage, rerun and check of plan() within it.
     const auto given_peak = peak_of(p, given_order(p));
     const auto third_down = given_peak - (given_peak - p.resident_bytes()) / 3;
-    plan_context targeted = ctx;
-    targeted.memory_target = third_down;
-    plan_context budgeted = ctx;
-    budgeted.budget = third_down;
-    for (const auto& c : checkpointers().names()) {
-      auto pipeline = [&] { return schedule::given{} | checkpointers().make(c) | place::greedy_by_size{}; };
-      record("checkpointer " + c, name, [&] { return memplan::plan(p, pipeline(), targeted); },
-             [](const plan_stats& st, double) { return st.checkpoint_seconds; }, limit);
-      record("budget reruns " + c, name, [&] { return memplan::plan(p, pipeline(), budgeted); },
-             [](const plan_stats& st, double) { return st.checkpoint_seconds; }, 3 * limit);
-      record("whole-plan stop " + c, name,
+    // The three rows of one reducing stage (`alone`, then "budget reruns " and "whole-plan stop " +
+    // `label`), its seconds read by `seconds`; `base` carries what its rows share (the offloaders' timing).
+    auto three_ways = [&](const std::string& alone, const std::string& label, auto pipeline, const plan_context& base, auto seconds) {
+      plan_context targeted = base;
+      targeted.memory_target = third_down;
+      plan_context budgeted = base;
+      budgeted.budget = third_down;
+      record(alone, name, [&] { return memplan::plan(p, pipeline(), targeted); }, seconds, limit);
+      record("budget reruns " + label, name, [&] { return memplan::plan(p, pipeline(), budgeted); }, seconds, 3 * limit);
+      record("whole-plan stop " + label, name,
              [&] {
                plan_context stopped = budgeted;
                stopped.time_limit_s = -1;  // the stages' own defaults, cut to the stop
@@ -170,31 +169,18 @@ void run_deadlines(double limit, int max_graphs, const std::string& policy_filte
                return memplan::plan(p, pipeline(), stopped);
              },
              [](const plan_stats&, double total) { return total; }, limit);
-    }
-    // Offloaders: that target too, at 12 GB/s and 15 TFLOP/s (docs/offload.md's setting). A policy
+    };
+    for (const auto& c : checkpointers().names())
+      three_ways("checkpointer " + c, c, [&] { return schedule::given{} | checkpointers().make(c) | place::greedy_by_size{}; }, ctx,
+                 [](const plan_stats& st, double) { return st.checkpoint_seconds; });
+    // Offloaders the same three ways, at 12 GB/s and 15 TFLOP/s (docs/offload.md's setting). A policy
     // that refuses a graph (brute_force above 16 values) is counted as a refusal.
-    plan_context offload_ctx = targeted;
+    plan_context offload_ctx = ctx;
     offload_ctx.timing.bandwidth = 12e9;
     offload_ctx.timing.device_flops = 15e12;
-    // The same three ways as the checkpointers: the stage alone, plan() with that budget (its reruns), and
-    // plan() with that budget under a stop for the whole plan.
-    plan_context offload_budgeted = budgeted;
-    offload_budgeted.timing = offload_ctx.timing;
-    for (const auto& o : offloaders().names()) {
-      auto pipeline = [&] { return schedule::given{} | offloaders().make(o) | place::greedy_by_size{}; };
-      record("offloader " + o, name, [&] { return memplan::plan(p, pipeline(), offload_ctx); },
-             [](const plan_stats& st, double) { return st.offload_seconds; }, limit);
-      record("budget reruns offloader " + o, name, [&] { return memplan::plan(p, pipeline(), offload_budgeted); },
-             [](const plan_stats& st, double) { return st.offload_seconds; }, 3 * limit);
-      record("whole-plan stop offloader " + o, name,
-             [&] {
-               plan_context stopped = offload_budgeted;
-               stopped.time_limit_s = -1;
-               stopped.stop = deadline::after(limit);
-               return memplan::plan(p, pipeline(), stopped);
-             },
-             [](const plan_stats&, double total) { return total; }, limit);
-    }
+    for (const auto& o : offloaders().names())
+      three_ways("offloader " + o, "offloader " + o, [&] { return schedule::given{} | offloaders().make(o) | place::greedy_by_size{}; }, offload_ctx,
+                 [](const plan_stats& st, double) { return st.offload_seconds; });
     std::printf("  %-40s %6d ops  every policy in %.1f s\n", name.c_str(), p.num_ops(), now_s() - graph_t0);
     print_table();
     std::fflush(stdout);
