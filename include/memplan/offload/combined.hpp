@@ -95,6 +95,7 @@ struct combined {
     // it, so that the last one, given all that is left, ends in time (ResNet-18 b32 under 0.25 s:
     // 0.279 s before, all 9 splits run).
     double most_over = 0.0;
+    const bool shared = !ctx.deterministic && clock.limited();  // the splits share the clock's time
     std::size_t run = 0;
     for (; run < order.size(); ++run) {
       if (run >= 2 && (clock.expired() || clock.seconds_left() < quickest)) break;
@@ -102,7 +103,7 @@ struct combined {
       const double frac = static_cast<double>(j) / static_cast<double>(steps);
       const auto mid = target + static_cast<std::int64_t>(frac * static_cast<double>(tl.peak - target));
       plan_context c = ctx;
-      if (!ctx.deterministic && clock.limited())
+      if (shared)
         c.time_limit_s = std::max(0.0, std::min(clock.seconds_left(), 1e9) / static_cast<double>(order.size() - run) - most_over);
       c.memory_target = mid;
       const double started = clock.elapsed();
@@ -117,7 +118,7 @@ struct combined {
         continue;
       }
       quickest = std::min(quickest, clock.elapsed() - started);
-      if (!ctx.deterministic && clock.limited()) most_over = std::max(most_over, clock.elapsed() - started - c.time_limit_s);
+      if (shared) most_over = std::max(most_over, clock.elapsed() - started - c.time_limit_s);
       tried.emplace_back(j, std::to_string(frac).substr(0, 5) + ":" + (out.peak <= target ? std::to_string(out.makespan) : "over"));
       // The least makespan among splits that meet the target (else the least peak); a tie goes to
       // the larger fraction (more offloading, less recomputation).
