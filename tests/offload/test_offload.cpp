@@ -568,3 +568,37 @@ TEST_CASE("offload::combined is never slower than offloading alone or recomputin
   CHECK(compared > testing::full_or_sanitized(10, 5));
   MESSAGE("combined strictly faster than one of the two alone in " << strictly << " of " << compared << " comparisons");
 }
+
+TEST_CASE("offload::refined takes every improving flip that still improves in one round, not only the best") {
+  // One round from GREEDY's choice: the best one-value flip, then the other improving flips on top
+  // of it. The round's makespan is at most the best single flip's (computed here flip by flip), and
+  // below it where two flips improve independently.
+  int rounds = 0, several = 0;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 24 + seed % 9), "chain" + std::to_string(seed)));
+    const auto tl = given_timeline(p);
+    const auto m = offload::make_model(p, tl, {.bandwidth = 2.0 + static_cast<double>(seed % 3)});
+    const auto target = offload::least_peak(m) + (m.peak - offload::least_peak(m)) / 2;
+    CAPTURE(seed);
+    offload::detail::chooser ch(p, tl, m, target);
+    const auto start = offload::detail::greedy_choice(ch, target);
+    REQUIRE(start.found());
+    double single = start.makespan;
+    const auto n = static_cast<std::int32_t>(m.candidates.size());
+    for (std::int32_t i = 0; i < n; ++i) {
+      auto v = start.chosen;
+      if (const auto at = std::find(v.begin(), v.end(), i); at != v.end())
+        v.erase(at);
+      else
+        v.insert(std::upper_bound(v.begin(), v.end(), i), i);
+      single = std::min(single, ch.consider(v));
+    }
+    offload::detail::chooser again(p, tl, m, target);
+    const auto round = offload::detail::refine_choice(again, start.chosen, 1, deadline::never());
+    CHECK(round.makespan <= single + 1e-12);
+    ++rounds;
+    several += round.makespan < single - 1e-9;
+  }
+  MESSAGE("one round of refined below the best single flip on " << several << " of " << rounds << " chains");
+  CHECK(several > 0);
+}

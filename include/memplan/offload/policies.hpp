@@ -135,43 +135,68 @@ inline choice vdnn_choice(chooser& ch, const deadline& clock = deadline::never()
   return ch.best();
 }
 
-// Local search from a start: drop, add or swap one value while the makespan strictly improves, and
-// by at least `min_gain` of it per round (the round that gains less is kept, and ends the search).
+// Local search from a start, in rounds while the makespan strictly improves, and by at least
+// `min_gain` of it per round (the round that gains less is kept, and ends the search). A round
+// simulates every one-value flip (drop or add) of the current choice, takes the best, then tries the
+// other improving flips on top of it one by one (each kept where it still improves); where no flip
+// improves, the best swap of a value for one of its 4 neighbours either side in production order.
+// Taking only the best flip, a round gave one move for n simulations: DenseNet-121 b32 at 0.6x
+// gained 0.05-1.4 % a round and its 2 s ran out (offload.md, stop 56).
 inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int32_t max_rounds, const deadline& clock,
                             double min_gain = 0.0) {
   const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
   double cur_ms = ch.consider(cur);
+  std::vector<std::uint8_t> in(static_cast<std::size_t>(n), 0);
+  const auto flip = [&](std::int32_t i) { in[static_cast<std::size_t>(i)] ^= 1u; };
+  const auto current = [&] {
+    std::vector<std::int32_t> v;
+    for (std::int32_t i = 0; i < n; ++i)
+      if (in[static_cast<std::size_t>(i)]) v.push_back(i);
+    return v;
+  };
+  const auto better = [](double ms, double than) { return ms < than - 1e-12 * std::max(1.0, ms); };
   for (std::int32_t round = 0; round < max_rounds; ++round) {
-    std::vector<std::uint8_t> in(static_cast<std::size_t>(n), 0);
-    for (auto i : cur) in[static_cast<std::size_t>(i)] = 1;
-    std::vector<std::int32_t> best_set;
-    double best_ms = cur_ms;
-    auto with = [&](std::int32_t drop, std::int32_t add) {
-      std::vector<std::int32_t> v;
-      for (std::int32_t i = 0; i < n; ++i)
-        if ((in[static_cast<std::size_t>(i)] && i != drop) || i == add) v.push_back(i);
-      return v;
-    };
-    auto test = [&](std::vector<std::int32_t> v) {
-      if (clock.expired()) return;
-      const double ms = ch.consider(v);
-      if (ms < best_ms - 1e-12 * std::max(1.0, ms)) {
-        best_ms = ms;
-        best_set = std::move(v);
-      }
-    };
-    for (std::int32_t i = 0; i < n; ++i) test(in[static_cast<std::size_t>(i)] ? with(i, -1) : with(-1, i));
-    if (best_set.empty())
-      for (std::int32_t i = 0; i < n; ++i)
-        if (in[static_cast<std::size_t>(i)])
-          for (std::int32_t j = std::max<std::int32_t>(0, i - 4); j < std::min(n, i + 5); ++j)
-            if (!in[static_cast<std::size_t>(j)]) test(with(i, j));
-    if (best_set.empty() || clock.expired() || cur_ms - best_ms < min_gain * cur_ms) {
-      if (!best_set.empty()) cur = std::move(best_set);
-      break;
+    std::fill(in.begin(), in.end(), std::uint8_t{0});
+    for (auto i : cur) flip(i);
+    const double round_ms = cur_ms;
+    std::vector<std::pair<double, std::int32_t>> improving;  // (makespan, value flipped)
+    for (std::int32_t i = 0; i < n && !clock.expired(); ++i) {
+      flip(i);
+      if (const double ms = ch.consider(current()); better(ms, cur_ms)) improving.push_back({ms, i});
+      flip(i);
     }
-    cur = std::move(best_set);
-    cur_ms = best_ms;
+    std::sort(improving.begin(), improving.end());  // the least makespan first, ties by value
+    if (!improving.empty()) {
+      flip(improving.front().second);
+      cur_ms = improving.front().first;
+      for (std::size_t k = 1; k < improving.size() && !clock.expired(); ++k) {
+        flip(improving[k].second);
+        if (const double ms = ch.consider(current()); better(ms, cur_ms))
+          cur_ms = ms;
+        else
+          flip(improving[k].second);
+      }
+    } else {
+      std::pair<std::int32_t, std::int32_t> best_swap{-1, -1};
+      for (std::int32_t i = 0; i < n && !clock.expired(); ++i)
+        if (in[static_cast<std::size_t>(i)])
+          for (std::int32_t j = std::max<std::int32_t>(0, i - 4); j < std::min(n, i + 5) && !clock.expired(); ++j)
+            if (!in[static_cast<std::size_t>(j)]) {
+              flip(i);
+              flip(j);
+              if (const double ms = ch.consider(current()); better(ms, cur_ms)) {
+                cur_ms = ms;
+                best_swap = {i, j};
+              }
+              flip(i);
+              flip(j);
+            }
+      if (best_swap.first < 0) break;
+      flip(best_swap.first);
+      flip(best_swap.second);
+    }
+    cur = current();
+    if (clock.expired() || round_ms - cur_ms < min_gain * round_ms) break;
   }
   return ch.best();
 }
