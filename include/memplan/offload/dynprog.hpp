@@ -115,18 +115,23 @@ inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, 
   const std::int64_t floor_d = -Ms;  // more idle credit than the whole memory is never used
   auto clampd = [&](double d) { return std::max<std::int64_t>(floor_d, static_cast<std::int64_t>(std::llround(d))); };
   using key = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // M_F, Delta_F, Delta_B (slots)
-  // One layer of IDLE per i: its states sorted by key, each with the index of its parent in the layer
-  // before. (A std::map per layer spent three quarters of the time in malloc and page faults: 2.8 s on
-  // EfficientNet-B0 b32's 638 candidates; sorted vectors give the same states, see the tie rule below.)
+  // The layer of IDLE being extended (its states sorted by key), and for every layer how each of its
+  // states was reached: `from` = 2 x (index of the parent in the layer before) + (0: x_i offloaded,
+  // 1: kept), which is also the order the states were generated in. Only these 4 bytes a state are
+  // kept for all layers: keeping whole states (40 bytes) for backtracking took 500 MB on DenseNet-121
+  // b32 and a quarter of Algorithm 1's time went to page faults (offload.md, stop 56).
   struct state {
     key k;
     double idle;
-    std::int32_t parent;
-    bool offloaded;
   };
-  std::vector<std::vector<state>> idle(L + 1);
-  idle[0].push_back({{sl(c.x[0]), 0, 0}, 0.0, -1, false});  // M_F counts the x_i only (x_0 enters with the first tick); ex_F / ex_B hold the rest
-  std::vector<state> next;
+  struct generated {
+    key k;
+    double idle;
+    std::uint64_t from;
+  };
+  std::vector<state> layer{{{sl(c.x[0]), 0, 0}, 0.0}};  // M_F counts the x_i only (x_0 enters with the first tick); ex_F / ex_B hold the rest
+  std::vector<std::vector<std::uint32_t>> reached(L + 1);
+  std::vector<generated> next;
   for (std::size_t i = 0; i < L; ++i) {
     // A layer holds up to 2 x the states of the one before (DenseNet-121 b32 in its given order: 1.5 s
     // for the 1,435 layers), so the clock is read before each layer and every 4,096 states within one.
@@ -136,7 +141,6 @@ inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, 
     }
     const auto xi = sl(c.x[i]), xn = i + 1 < L ? sl(c.x[i + 1]) : 0, ef = sl(c.exf[i]), eb = sl(c.exb[i]);
     next.clear();
-    const auto& layer = idle[i];
     for (std::size_t j = 0; j < layer.size(); ++j) {
       if ((j & 4095) == 4095 && clock.expired()) {
         if (cut_at) *cut_at = static_cast<std::int64_t>(i);
@@ -150,50 +154,57 @@ inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, 
       const double epsb = std::max(0.0, static_cast<double>(mb + eb - Ms) / Bs);       // eq. (6)
       const double movf = (epsf + c.uf[i]) * Bs, movb = (epsb + c.ub[i]) * Bs;
       const double v = layer[j].idle + epsf + epsb;
-      const auto parent = static_cast<std::int32_t>(j);
       // offload x_i: eqs. (2), (3), (7)
       next.push_back({{mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp + xi), movf)), clampd(static_cast<double>(dfp + xi) - movf),
                        xi + std::max<std::int64_t>(0, clampd(static_cast<double>(db) - movb))},
-                      v, parent, true});
+                      v, 2 * static_cast<std::uint64_t>(j)});
       // keep x_i: eqs. (4), (5), (8)
       next.push_back({{mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf)), clampd(static_cast<double>(df) - movf),
                        clampd(static_cast<double>(db) - movb)},
-                      v, parent, false});
+                      v, 2 * static_cast<std::uint64_t>(j) + 1});
     }
     // One state per key: the least idle time, the first generated among equal ones (parents in key
-    // order, offload before keep: the rule of the map this replaced, so the decisions are the same).
-    std::stable_sort(next.begin(), next.end(), [](const state& a, const state& b) { return a.k < b.k; });
-    auto& out = idle[i + 1];
-    out.reserve(next.size());
+    // order, offload before keep: the rule of the std::map this once was, so the decisions are the
+    // same). Sorting by (key, generation) is the stable sort by key without its buffer.
+    std::sort(next.begin(), next.end(), [](const generated& a, const generated& b) { return a.k < b.k || (a.k == b.k && a.from < b.from); });
+    // (A layer of 2^31 states would take 64 GiB; past that the generation order no longer fits
+    // `reached`'s 4 bytes: no decision, GREEDY's choice instead.)
+    if (next.size() > std::size_t{0xffffffff}) return std::nullopt;
+    layer.clear();
+    auto& how = reached[i + 1];
     for (const auto& st : next) {
-      if (!out.empty() && out.back().k == st.k) {
-        if (st.idle < out.back().idle) out.back() = st;
+      if (!layer.empty() && layer.back().k == st.k) {
+        if (st.idle < layer.back().idle) {
+          layer.back().idle = st.idle;
+          how.back() = static_cast<std::uint32_t>(st.from);
+        }
       } else {
-        out.push_back(st);
+        layer.push_back({st.k, st.idle});
+        how.push_back(static_cast<std::uint32_t>(st.from));
       }
     }
   }
   // The idle time between the phases (eqs. (9)-(10), transfer terms only).
   double best = std::numeric_limits<double>::infinity();
-  std::int32_t bj = -1;
-  for (std::size_t j = 0; j < idle[L].size(); ++j) {
-    const auto [mf, df, db] = idle[L][j].k;
+  std::int64_t bj = -1;
+  for (std::size_t j = 0; j < layer.size(); ++j) {
+    const auto [mf, df, db] = layer[j].k;
     (void)mf;
     double g = 0.0;
     if (df > 0 && db > 0) g = static_cast<double>(df + db) / Bs;
     else if (df > 0) g = std::max(0.0, static_cast<double>(df + db) / Bs);   // Delta_F / B - Av_B, Av_B = -Delta_B / B
     else if (db > 0) g = std::max(0.0, static_cast<double>(db + df) / Bs);   // Delta_B / B - Av_F
-    if (idle[L][j].idle + g < best) {
-      best = idle[L][j].idle + g;
-      bj = static_cast<std::int32_t>(j);
+    if (layer[j].idle + g < best) {
+      best = layer[j].idle + g;
+      bj = static_cast<std::int64_t>(j);
     }
   }
   if (best == std::numeric_limits<double>::infinity()) return std::nullopt;
   std::vector<std::int32_t> chosen;
   for (std::size_t i = L; i > 0; --i) {
-    const auto& st = idle[i][static_cast<std::size_t>(bj)];
-    if (st.offloaded) chosen.push_back(static_cast<std::int32_t>(i - 1));
-    bj = st.parent;
+    const auto from = reached[i][static_cast<std::size_t>(bj)];
+    if (from % 2 == 0) chosen.push_back(static_cast<std::int32_t>(i - 1));
+    bj = from / 2;
   }
   std::reverse(chosen.begin(), chosen.end());
   return chosen;
