@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <memplan/base/deadline.hpp>
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/implementations.hpp>
 #include <memplan/core/pipeline.hpp>
@@ -394,6 +395,61 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   const auto again = offload::combined<>{}.run(p, tl, c);
   CHECK(all.steps == again.steps);
   CHECK(all.makespan == again.makespan);
+}
+
+namespace {
+// Stand-ins that record the time limit each split of offload::combined gives them: the checkpointer
+// uses all of its limit (a search that runs to its clock) and changes nothing; the offloader is GREEDY.
+struct limits_given {
+  double checkpointer = 0.0, offloader = 0.0;  // summed over the splits
+  int splits = 0;
+};
+struct clock_filling_checkpointer {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  limits_given* log = nullptr;
+  [[nodiscard]] std::string name() const { return "clock_filling"; }
+  [[nodiscard]] timeline run(const problem&, timeline tl, const plan_context& ctx) const {
+    const auto until = deadline::after(ctx.time_limit_s);
+    while (!until.expired()) {
+    }
+    log->checkpointer += ctx.time_limit_s;
+    return tl;
+  }
+};
+struct limit_recording_offloader {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  limits_given* log = nullptr;
+  [[nodiscard]] std::string name() const { return "limit_recording"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    log->offloader += ctx.time_limit_s;
+    ++log->splits;
+    return offload::greedy{}.run(p, std::move(tl), ctx);
+  }
+};
+}  // namespace
+
+TEST_CASE("offload::combined: a split's checkpointer and offloader share the split's time, they do not each get it") {
+  // With a checkpointer that runs to its clock, the limits given over all the splits add up to about
+  // the stage's limit (both searches of a split within its share); when each got the whole share,
+  // they added up to about twice it, and the stage ran that long.
+  const auto p = make_problem(testing::training_chain(3, {.layers = 6}));
+  const auto tl = given_timeline(p);
+  const auto least = least_peak(p);
+  REQUIRE(least < tl.peak);
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + (tl.peak - least) / 2;
+  c.time_limit_s = 0.4;
+  limits_given log;
+  offload::combined<clock_filling_checkpointer, limit_recording_offloader> both;
+  both.checkpointer.log = both.offloader.log = &log;
+  both.steps = 4;
+  const auto out = both.run(p, tl, c);
+  CHECK(out.peak <= c.memory_target);
+  CAPTURE(log.checkpointer);
+  CAPTURE(log.offloader);
+  CHECK(log.splits >= 2);
+  CHECK(log.checkpointer + log.offloader <= 1.5 * c.time_limit_s);
 }
 
 TEST_CASE("a host limit is held while choosing: every offloader's choice within it, brute force the least, default rescued by its other members") {
