@@ -452,6 +452,41 @@ TEST_CASE("offload::combined: a split's checkpointer and offloader share the spl
   CHECK(log.checkpointer + log.offloader <= 1.5 * c.time_limit_s);
 }
 
+TEST_CASE("the default offloader runs DYNPROG on chains only: the chain order of the values read back is what Algorithm 1 assumes") {
+  int chains = 0, dags = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    CAPTURE(seed);
+    const auto chain = make_problem(testing::offload_chain(testing::random_chain(seed, 5 + seed % 4), "chain"));
+    const auto dag = make_problem(testing::training_chain(seed, {.layers = 4 + static_cast<int>(seed % 3)}));
+    for (const auto* p : {&chain, &dag}) {
+      const auto tl = given_timeline(*p);
+      const auto least = least_peak(*p);
+      if (least >= tl.peak) continue;
+      plan_context c;
+      c.timing.bandwidth = 6.0;
+      c.memory_target = least + (tl.peak - least) / 2;
+      const auto breaks = offload::chain_order_breaks(offload::make_model(*p, tl, c.timing));
+      const auto out = offload::default_offloader{}.run(*p, tl, c);
+      const auto& note = out.stages.back().note;
+      CHECK(out.peak <= c.memory_target);
+      if (p == &chain) {
+        CHECK(breaks == 0);  // B_i reads x_i after B_{i+1} read x_{i+1}
+        CHECK(note.find("dynprog=") != std::string::npos);
+        ++chains;
+      } else if (breaks > 0) {
+        CHECK(note.find("dynprog=") == std::string::npos);
+        CHECK(note.find("dynprog not run: not a chain (" + std::to_string(breaks) + " of ") != std::string::npos);
+        // Among the three it runs, the least makespan: DYNPROG's absence changes no choice of theirs.
+        const auto three = best_of{offload::greedy{}, offload::vdnn{}, offload::refined{}}.run(*p, tl, c);
+        CHECK(out.makespan == three.makespan);
+        ++dags;
+      }
+    }
+  }
+  CHECK(chains >= 6);
+  CHECK(dags >= 4);
+}
+
 TEST_CASE("a host limit is held while choosing: every offloader's choice within it, brute force the least, default rescued by its other members") {
   // Host limits just below GREEDY's host peak on random chains: brute force is the least makespan
   // among the choices within the limit; every policy's timeline holds it or the policy refuses; the
