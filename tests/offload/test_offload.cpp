@@ -53,6 +53,31 @@ std::int64_t least_peak(const problem& p) {
   return offload::least_peak(offload::make_model(p, tl, {.bandwidth = 1.0}));
 }
 
+// A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
+// the timeline's peak.
+plan_context between_least_and_peak(const timeline& tl, std::int64_t least, double f) {
+  plan_context c;
+  c.timing.bandwidth = 6.0;
+  c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+  return c;
+}
+
+// A six-layer training chain, its given order and the target halfway between the least peak
+// offloading reaches and its peak.
+struct halfway_case {
+  problem p;
+  timeline tl;
+  plan_context c;
+};
+halfway_case halfway(std::uint64_t seed) {
+  auto p = make_problem(testing::training_chain(seed, {.layers = 6}));
+  auto tl = given_timeline(p);
+  const auto least = least_peak(p);
+  REQUIRE(least < tl.peak);
+  auto c = between_least_and_peak(tl, least, 0.5);
+  return {std::move(p), std::move(tl), std::move(c)};
+}
+
 }  // namespace
 
 TEST_CASE("offload::none times the incoming timeline: makespan = compute time, no transfers") {
@@ -376,13 +401,8 @@ TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse 
   }
   CHECK(offload::detail::split_order(8) == std::vector<std::int32_t>{8, 0, 4, 2, 6, 1, 3, 5, 7});
   // A limit of 0: the two ends only, and the note says what was left out; deterministic: every split.
-  const auto p = make_problem(testing::training_chain(3, {.layers = 6}));
-  const auto tl = given_timeline(p);
-  const auto least = least_peak(p);
-  REQUIRE(least < tl.peak);
-  plan_context c;
-  c.timing.bandwidth = 6.0;
-  c.memory_target = least + (tl.peak - least) / 2;
+  const auto [p, tl, half] = halfway(3);
+  auto c = half;
   c.time_limit_s = 0.0;
   const auto cut = offload::combined<>{}.run(p, tl, c);
   CHECK(cut.peak <= c.memory_target);
@@ -432,13 +452,8 @@ TEST_CASE("offload::combined: a split's checkpointer and offloader share the spl
   // With a checkpointer that runs to its clock, the limits given over all the splits add up to about
   // the stage's limit (both searches of a split within its share); when each got the whole share,
   // they added up to about twice it, and the stage ran that long.
-  const auto p = make_problem(testing::training_chain(3, {.layers = 6}));
-  const auto tl = given_timeline(p);
-  const auto least = least_peak(p);
-  REQUIRE(least < tl.peak);
-  plan_context c;
-  c.timing.bandwidth = 6.0;
-  c.memory_target = least + (tl.peak - least) / 2;
+  const auto [p, tl, half] = halfway(3);
+  auto c = half;
   c.time_limit_s = 0.4;
   limits_given log;
   offload::combined<clock_filling_checkpointer, limit_recording_offloader> both;
@@ -462,9 +477,7 @@ TEST_CASE("the default offloader runs DYNPROG on chains only: the chain order of
       const auto tl = given_timeline(*p);
       const auto least = least_peak(*p);
       if (least >= tl.peak) continue;
-      plan_context c;
-      c.timing.bandwidth = 6.0;
-      c.memory_target = least + (tl.peak - least) / 2;
+      const auto c = between_least_and_peak(tl, least, 0.5);
       const auto breaks = offload::chain_order_breaks(offload::make_model(*p, tl, c.timing));
       const auto out = offload::default_offloader{}.run(*p, tl, c);
       const auto& note = out.stages.back().note;
@@ -542,23 +555,9 @@ TEST_CASE("a host limit is held while choosing: every offloader's choice within 
   CHECK(rescued > 0);
 }
 
-namespace {
-// A 6 B/s link and a memory target a fraction f of the way from the least peak offloading reaches to
-// the timeline's peak.
-plan_context between_least_and_peak(const timeline& tl, std::int64_t least, double f) {
-  plan_context c;
-  c.timing.bandwidth = 6.0;
-  c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
-  return c;
-}
-}  // namespace
-
 TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's choice, vdnn and brute_force stop early, and say so") {
-  const auto p = make_problem(testing::training_chain(5, {.layers = 6}));
-  const auto tl = given_timeline(p);
-  const auto least = least_peak(p);
-  REQUIRE(least < tl.peak);
-  auto c = between_least_and_peak(tl, least, 0.5);
+  const auto [p, tl, half] = halfway(5);
+  auto c = half;
   const auto untimed = c;
   c.time_limit_s = 0.0;
   const auto note_of = [](const timeline& t) { return t.stages.back().note; };
