@@ -243,7 +243,7 @@ struct dynprog {
       if (clock.limited()) {
         const auto t0 = deadline::clock::now();
         auto aside = ch.sibling();
-        g = detail::greedy_choice(aside, target);
+        g = detail::greedy_choice(aside, target, clock);  // (paced too: 0.09 s under a 0.025 s limit on a 3,197-op graph before)
         ch.count_simulations(aside.evaluated());
         const double per_simulation = std::chrono::duration<double>(deadline::clock::now() - t0).count() /
                                       static_cast<double>(std::max<std::int64_t>(1, aside.evaluated()));
