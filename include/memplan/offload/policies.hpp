@@ -142,11 +142,12 @@ inline choice vdnn_choice(chooser& ch, const deadline& clock = deadline::never()
 // improves, the best swap of a value for one of its 4 neighbours either side in production order.
 // Taking only the best flip, a round gave one move for n simulations: DenseNet-121 b32 at 0.6x
 // gained 0.05-1.4 % a round and its 2 s ran out (offload.md, stop 56).
-inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int32_t max_rounds, const deadline& clock,
+inline choice refine_choice(chooser& ch, const std::vector<std::int32_t>& start, std::int32_t max_rounds, const deadline& clock,
                             double min_gain = 0.0) {
   const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
-  double cur_ms = ch.consider(cur);
-  std::vector<std::uint8_t> in(static_cast<std::size_t>(n), 0);
+  double cur_ms = ch.consider(start);
+  std::vector<std::uint8_t> in(static_cast<std::size_t>(n), 0);  // the current choice, kept across rounds
+  for (auto i : start) in[static_cast<std::size_t>(i)] = 1;
   const auto flip = [&](std::int32_t i) { in[static_cast<std::size_t>(i)] ^= 1u; };
   const auto current = [&] {
     std::vector<std::int32_t> v;
@@ -156,8 +157,6 @@ inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int
   };
   const auto better = [](double ms, double than) { return ms < than - 1e-12 * std::max(1.0, ms); };
   for (std::int32_t round = 0; round < max_rounds; ++round) {
-    std::fill(in.begin(), in.end(), std::uint8_t{0});
-    for (auto i : cur) flip(i);
     const double round_ms = cur_ms;
     std::vector<std::pair<double, std::int32_t>> improving;  // (makespan, value flipped)
     for (std::int32_t i = 0; i < n && !clock.expired(); ++i) {
@@ -195,7 +194,6 @@ inline choice refine_choice(chooser& ch, std::vector<std::int32_t> cur, std::int
       flip(best_swap.first);
       flip(best_swap.second);
     }
-    cur = current();
     if (clock.expired() || round_ms - cur_ms < min_gain * round_ms) break;
   }
   return ch.best();
