@@ -1232,6 +1232,110 @@ inline std::string set_warm_start(const problem& p, const checkmate_facts& f, co
   return note;
 }
 
+// The order's own timeline (compute and free steps) with every op on implementation impl[op], keeping
+// tl's stage records and order bounds.
+inline timeline with_impls(const problem& p, const timeline& tl, const std::vector<std::int32_t>& impl) {
+  auto base = make_timeline(p, tl.order());
+  for (auto& s : base.steps)
+    if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
+  derive(p, base);
+  base.stages = tl.stages;
+  base.order_lower_bound = tl.order_lower_bound;
+  base.order_optimal = tl.order_optimal;
+  return base;
+}
+
+// Runs an *_ilp checkpointer's plugged warm start within the stage's clock and adds its plan to the
+// candidates, named with its own notes; a plan whose replay fails is dropped. Returns the summary the
+// fallback notes quote; `ok`: whether the plan was added. `describe` words a plan's cost.
+template <class Describe>
+std::string add_warm_start(const problem& p, const timeline& tl, const any_checkpointer& warm_start, const plan_context& ctx,
+                           double limit, bool will_solve, const deadline& clock, std::vector<ilp_candidate>& cands, Describe&& describe,
+                           bool& ok) {
+  auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
+  std::string wnote;
+  for (std::size_t k = tl.stages.size(); k < w.stages.size(); ++k)
+    if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
+  w.stages = tl.stages;
+  const auto who = warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")");
+  ok = false;
+  if (auto bad = replay_violation(p, w)) return "warm start " + who + " dropped: " + *bad;
+  std::string summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, " + describe(w);
+  cands.push_back({who, std::move(w), 0});
+  ok = true;
+  return summary;
+}
+
+// What an *_ilp checkpointer's solve gave: the decoded plan, replayed and within the target, or none
+// and `note` says why (the caller falls back to its best candidate).
+struct staged_solve {
+  std::optional<timeline> plan;
+  std::string note;  // the model's shape, the warm start used, the solver's status, time, bound and gap
+};
+
+// The size guards and solver settings of an *_ilp checkpointer.
+struct staged_solve_limits {
+  std::int32_t max_ops = 400;
+  std::int64_t max_binaries = 200000;
+  double relative_gap = 1e-4;
+  int threads = 1;
+  int verbosity = 0;
+};
+
+// Builds the staged R/S(/delta) model over f at the target, starts it from the cheapest candidate it
+// can represent (`unrepresentable`: the policy's words for one it cannot), solves it within the stage's
+// clock and translates the solution into steps. `schedules`: which plans the model ranges over, for
+// the message when it proves none fits.
+inline staged_solve solve_staged(const problem& p, const checkmate_facts& f, std::int64_t target, const timeline& tl,
+                                 const solver::any_backend& solver, const deadline& clock, double limit, const staged_solve_limits& lim,
+                                 const std::vector<ilp_candidate>& cands, const std::string& unrepresentable,
+                                 const std::string& schedules, const progress_callback& progress, const std::string& policy) {
+  if (!solver.available()) return {std::nullopt, "no MILP backend available (link memplan::cbc and pass solver::cbc{})"};
+  if (f.n > lim.max_ops) return {std::nullopt, "graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(lim.max_ops)};
+  checkmate_model mm(p, f, target);
+  if (mm.size().binaries() > lim.max_binaries)
+    return {std::nullopt, "model too large: " + std::to_string(mm.size().binaries()) + " binaries > max_binaries = " + std::to_string(lim.max_binaries)};
+  mm.build();
+  auto& m = mm.model();
+  const auto& sz = mm.size();
+  const std::string shape = std::to_string(sz.stages) + " stages, " + std::to_string(sz.binaries()) + " binaries (R " + std::to_string(sz.r_vars) +
+                            ", S " + std::to_string(sz.s_vars) + (sz.d_vars > 0 ? ", delta " + std::to_string(sz.d_vars) : std::string()) + "), " +
+                            std::to_string(sz.n_vars + sz.free_vars + sz.u_vars) + " continuous, " + std::to_string(sz.constraints) +
+                            " constraints, unit " + std::to_string(mm.unit()) + " B" + (mm.rounded() ? " (sizes rounded up: conservative)" : "");
+  if (!mm.trivially_infeasible().empty()) return {std::nullopt, shape + "; infeasible (" + mm.trivially_infeasible() + ")"};
+
+  const auto start_note = set_warm_start(p, f, mm, m, cands, target, unrepresentable);
+  report(progress, policy, "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
+  auto within = solver::options_within(clock, limit);
+  if (!within) return {std::nullopt, shape + "; the time limit of " + number_text(limit) + " s was spent before the solve"};
+  auto so = *within;
+  so.relative_gap = lim.relative_gap;
+  so.threads = lim.threads;
+  so.verbosity = lim.verbosity;
+  const auto sol = solver.solve(m, so);
+  std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + number_text(sol.seconds) + " s";
+  if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
+  if (!std::isnan(sol.bound)) note += ", bound " + number_text(mm.unscale(sol.bound));
+  if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : number_text(100.0 * sol.gap) + " %");
+  report(progress, policy, note, clock.elapsed(), tl.peak, 0);
+  if (sol.status == solver::status::infeasible)
+    return {std::nullopt, note + ": no plan over this order (" + schedules + ") fits the target of " + std::to_string(target) + " bytes"};
+  if (!sol.has_incumbent()) return {std::nullopt, note + "; no incumbent"};
+
+  auto sp = mm.decode(sol.values);
+  cleanup(p, f, sp);
+  timeline out = tl;
+  try {
+    staged_to_timeline(p, f, sp, out);
+  } catch (const error& e) {
+    return {std::nullopt, note + "; the solution does not translate into steps (" + e.what() + ")"};
+  }
+  if (auto bad = replay_violation(p, out)) return {std::nullopt, note + "; the translated plan does not verify (" + *bad + ")"};
+  if (out.peak > target)
+    return {std::nullopt, note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)"};
+  return {std::move(out), std::move(note)};
+}
+
 }  // namespace detail
 
 struct checkmate_ilp {
@@ -1271,15 +1375,7 @@ struct checkmate_ilp {
     // Start from the order's own timeline (compute and free steps only).
     std::string rebuilt;
     if (std::any_of(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind != step_kind::compute && s.kind != step_kind::free; })) {
-      auto base = make_timeline(p, tl.order());
-      const auto impl = compute_impls(p, tl);
-      for (auto& s : base.steps)
-        if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
-      derive(p, base);
-      base.stages = tl.stages;
-      base.order_lower_bound = tl.order_lower_bound;
-      base.order_optimal = tl.order_optimal;
-      tl = std::move(base);
+      tl = detail::with_impls(p, tl, compute_impls(p, tl));
       rebuilt = "; started from the order's own timeline (the incoming one had recompute or transfer steps)";
     }
     if (tl.peak <= target)
@@ -1291,26 +1387,12 @@ struct checkmate_ilp {
     // ---- warm starts: the plugged heuristic, then memplan's on-demand plan ----
     using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
-    std::string warm_summary;
     bool warm_ok = false;
     const auto& solver = backend.available() ? backend : ctx.solver;
     const bool will_solve = solver.available() && f.n <= max_ops;
-    {
-      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
-      std::string wnote;
-      for (std::size_t k = records.size(); k < w.stages.size(); ++k)
-        if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
-      w.stages = records;
-      const auto who = warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")");
-      if (auto bad = detail::replay_violation(p, w)) {
-        warm_summary = "warm start " + who + " dropped: " + *bad;
-      } else {
-        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, recompute cost " +
-                       number_text(detail::recompute_cost_of(p, w));
-        cands.push_back({who, std::move(w), 0});
-        warm_ok = true;
-      }
-    }
+    const std::string warm_summary = detail::add_warm_start(p, tl, warm_start, ctx, limit, will_solve, clock, cands, [&](const timeline& w) {
+      return "recompute cost " + number_text(detail::recompute_cost_of(p, w));
+    }, warm_ok);
     const bool fits_already = std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; });
     if (auto od = detail::start_on_demand(clock, limit, will_solve, fits_already) ? detail::on_demand_plan(p, f, clock) : std::nullopt) {
       timeline t2 = tl;
@@ -1335,52 +1417,12 @@ struct checkmate_ilp {
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary) + rebuilt);
     };
 
-    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
-    if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
-    detail::checkmate_model mm(p, f, target);
-    if (mm.size().binaries() > max_binaries)
-      return fallback("model too large: " + std::to_string(mm.size().binaries()) + " binaries > max_binaries = " + std::to_string(max_binaries));
-    mm.build();
-    auto& m = mm.model();
-    const auto& sz = mm.size();
-    std::string shape = std::to_string(sz.stages) + " stages, " + std::to_string(sz.binaries()) + " binaries (R " + std::to_string(sz.r_vars) +
-                        ", S " + std::to_string(sz.s_vars) + "), " + std::to_string(sz.n_vars + sz.free_vars + sz.u_vars) + " continuous, " +
-                        std::to_string(sz.constraints) + " constraints, unit " + std::to_string(mm.unit()) + " B" +
-                        (mm.rounded() ? " (sizes rounded up: conservative)" : "");
-    if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
-
-    // Warm start: the cheapest fitting candidate that the model can represent.
-    const auto start_note = detail::set_warm_start(p, f, mm, m, cands, target, "it recomputes values nothing needs");
-    report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
-
-    auto within = solver::options_within(clock, limit);
-    if (!within) return fallback(shape + "; the time limit of " + number_text(limit) + " s was spent before the solve");
-    auto so = *within;
-    so.relative_gap = relative_gap;
-    so.threads = threads;
-    so.verbosity = verbosity;
-    const auto sol = solver.solve(m, so);
-    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + number_text(sol.seconds) + " s";
-    if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
-    if (!std::isnan(sol.bound)) note += ", bound " + number_text(mm.unscale(sol.bound));
-    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : number_text(100.0 * sol.gap) + " %");
-    report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
-    if (sol.status == solver::status::infeasible)
-      return fallback(note + ": no plan over this order that recomputes each op at most once between two scheduled ops fits the target of " +
-                      std::to_string(target) + " bytes");
-    if (!sol.has_incumbent()) return fallback(note + "; no incumbent");
-
-    auto sp = mm.decode(sol.values);
-    detail::cleanup(p, f, sp);
-    timeline out = tl;
-    try {
-      detail::staged_to_timeline(p, f, sp, out);
-    } catch (const error& e) {
-      return fallback(note + "; the solution does not translate into steps (" + e.what() + ")");
-    }
-    if (auto bad = detail::replay_violation(p, out)) return fallback(note + "; the translated plan does not verify (" + *bad + ")");
-    if (out.peak > target)
-      return fallback(note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)");
+    auto solved = detail::solve_staged(p, f, target, tl, solver, clock, limit, {max_ops, max_binaries, relative_gap, threads, verbosity}, cands,
+                                       "it recomputes values nothing needs", "recomputing each op at most once between two scheduled ops",
+                                       ctx.progress, name());
+    if (!solved.plan) return fallback(solved.note);
+    auto& out = *solved.plan;
+    auto& note = solved.note;
     const auto cost = detail::recompute_cost_of(p, out);
     if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < model_cost(out))
       return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who + rebuilt);

@@ -71,18 +71,6 @@ inline checkmate_facts monet_make_facts(const problem& p, const timeline& tl, bo
   return f;
 }
 
-// The order's own timeline (compute and free steps) with every op on implementation impl[op].
-inline timeline with_impls(const problem& p, const timeline& tl, const std::vector<std::int32_t>& impl) {
-  auto base = make_timeline(p, tl.order());
-  for (auto& s : base.steps)
-    if (s.kind == step_kind::compute) s.impl = impl[static_cast<std::size_t>(s.id)];
-  derive(p, base);
-  base.stages = tl.stages;
-  base.order_lower_bound = tl.order_lower_bound;
-  base.order_optimal = tl.order_optimal;
-  return base;
-}
-
 }  // namespace detail
 
 struct monet_ilp {
@@ -137,25 +125,12 @@ struct monet_ilp {
     // ---- warm starts ----
     using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
-    std::string warm_summary;
     bool warm_ok = false;
     const auto& solver = backend.available() ? backend : ctx.solver;
     const bool will_solve = solver.available() && f.n <= max_ops;
-    {
-      auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
-      std::string wnote;
-      for (std::size_t k = records.size(); k < w.stages.size(); ++k)
-        if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
-      w.stages = records;
-      const auto who = warm_start.name();
-      if (auto bad = detail::replay_violation(p, w)) {
-        warm_summary = "warm start " + who + " dropped: " + *bad;
-      } else {
-        warm_summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, cost " + number_text(total_step_cost(p, w));
-        cands.push_back({who, std::move(w), 0});
-        warm_ok = true;
-      }
-    }
+    const std::string warm_summary = detail::add_warm_start(p, tl, warm_start, ctx, limit, will_solve, clock, cands, [&](const timeline& w) {
+      return "cost " + number_text(total_step_cost(p, w));
+    }, warm_ok);
     const bool fits_already = std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; });
     if (auto od = detail::start_on_demand(clock, limit, will_solve, fits_already) ? detail::on_demand_plan(p, f, clock) : std::nullopt) {
       for (int variant = 0; variant < 2; ++variant) {
@@ -183,53 +158,14 @@ struct monet_ilp {
                                (warm_ok && c == &cands.front() ? "" : "; " + warm_summary));
     };
 
-    if (!solver.available()) return fallback("no MILP backend available (link memplan::cbc and pass solver::cbc{})");
-    if (f.n > max_ops) return fallback("graph has " + std::to_string(f.n) + " ops > max_ops = " + std::to_string(max_ops));
-    detail::checkmate_model mm(p, f, target);
-    if (mm.size().binaries() > max_binaries)
-      return fallback("model too large: " + std::to_string(mm.size().binaries()) + " binaries > max_binaries = " + std::to_string(max_binaries));
-    mm.build();
-    auto& m = mm.model();
-    const auto& sz = mm.size();
-    std::string shape = std::to_string(sz.stages) + " stages, " + std::to_string(sz.binaries()) + " binaries (R " + std::to_string(sz.r_vars) +
-                        ", S " + std::to_string(sz.s_vars) + ", delta " + std::to_string(sz.d_vars) + "), " +
-                        std::to_string(sz.n_vars + sz.free_vars + sz.u_vars) + " continuous, " + std::to_string(sz.constraints) +
-                        " constraints, unit " + std::to_string(mm.unit()) + " B" + (mm.rounded() ? " (sizes rounded up: conservative)" : "");
-    if (!mm.trivially_infeasible().empty()) return fallback(shape + "; infeasible (" + mm.trivially_infeasible() + ")");
-
-    const auto start_note = detail::set_warm_start(p, f, mm, m, cands, target,
-                                                   "the model cannot represent it (a recompute outside MONeT's stages, or of a value nothing needs)");
-    report(ctx.progress, name(), "solving: " + shape + "; " + start_note, clock.elapsed(), tl.peak, 0);
-
-    auto within = solver::options_within(clock, limit);
-    if (!within) return fallback(shape + "; the time limit of " + number_text(limit) + " s was spent before the solve");
-    auto so = *within;
-    so.relative_gap = relative_gap;
-    so.threads = threads;
-    so.verbosity = verbosity;
-    const auto sol = solver.solve(m, so);
-    std::string note = shape + "; " + start_note + "; " + solver::to_string(sol.status) + " after " + number_text(sol.seconds) + " s";
-    if (!sol.message.empty() && sol.message != solver::to_string(sol.status)) note += " (" + sol.message + ")";
-    if (!std::isnan(sol.bound)) note += ", bound " + number_text(mm.unscale(sol.bound));
-    if (sol.has_incumbent()) note += ", gap " + (std::isnan(sol.gap) ? std::string("unknown") : number_text(100.0 * sol.gap) + " %");
-    report(ctx.progress, name(), note, clock.elapsed(), tl.peak, 0);
-    if (sol.status == solver::status::infeasible)
-      return fallback(note + ": no plan over this order (recomputing each op at most once between two scheduled ops" +
-                      std::string(backward_only ? ", forward ops in backward stages only" : "") + ") fits the target of " + std::to_string(target) +
-                      " bytes");
-    if (!sol.has_incumbent()) return fallback(note + "; no incumbent");
-
-    auto sp = mm.decode(sol.values);
-    detail::cleanup(p, f, sp);
-    timeline out = tl;
-    try {
-      detail::staged_to_timeline(p, f, sp, out);
-    } catch (const error& e) {
-      return fallback(note + "; the solution does not translate into steps (" + e.what() + ")");
-    }
-    if (auto bad = detail::replay_violation(p, out)) return fallback(note + "; the translated plan does not verify (" + *bad + ")");
-    if (out.peak > target)
-      return fallback(note + "; the translated plan peaks at " + std::to_string(out.peak) + " bytes, above the target (numerical trouble?)");
+    auto solved = detail::solve_staged(
+        p, f, target, tl, solver, clock, limit, {max_ops, max_binaries, relative_gap, threads, verbosity}, cands,
+        "the model cannot represent it (a recompute outside MONeT's stages, or of a value nothing needs)",
+        std::string("recomputing each op at most once between two scheduled ops") + (backward_only ? ", forward ops in backward stages only" : ""),
+        ctx.progress, name());
+    if (!solved.plan) return fallback(solved.note);
+    auto& out = *solved.plan;
+    auto& note = solved.note;
     const auto cost = total_step_cost(p, out);
     if (const auto* c = best_candidate(); c && c->tl.peak <= target && c->cost < cost)
       return finish(c->tl, note + "; incumbent costlier than the warm start, returned " + c->who);
