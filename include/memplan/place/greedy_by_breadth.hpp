@@ -25,12 +25,7 @@ struct greedy_by_breadth {
 
   // With a deadline: if it passes before every buffer is placed, the rest is stacked on top (valid,
   // said in `note`); the pass checks it every 256 buffers.
-  [[nodiscard]] buffer_placement place(const buffer_problem& p, const deadline& until) const {
-    validate(p);
-    bool cut = false;
-    auto offsets = this->offsets(p, until, &cut);
-    return detail::finish(p, std::move(offsets), name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
-  }
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const deadline& until) const { return detail::place_one_pass(*this, p, until); }
 
   // The offsets of the pass alone (validated input assumed; not yet checked by the referee: the
   // composite placers check the one placement they return).

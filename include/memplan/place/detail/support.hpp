@@ -83,6 +83,17 @@ inline buffer_placement finish(const buffer_problem& p, std::vector<std::int64_t
   return out;
 }
 
+// place(p, until) of a one-pass placer (greedy_by_size, greedy_by_breadth, best_fit): its
+// offsets(p, until, &cut) pass through finish; when the deadline cut the pass, the rest was stacked on
+// top (valid) and the note says so.
+template <class OnePass>
+buffer_placement place_one_pass(const OnePass& placer, const buffer_problem& p, const deadline& until) {
+  validate(p);
+  bool cut = false;
+  auto offsets = placer.offsets(p, until, &cut);
+  return finish(p, std::move(offsets), placer.name(), cut ? "time limit hit: the buffers not placed by then were stacked on top" : "");
+}
+
 // max over buffers of offset + size (0 when empty).
 inline std::int64_t arena_of(const buffer_problem& p, const std::vector<std::int64_t>& offsets) {
   std::int64_t a = 0;
