@@ -38,18 +38,7 @@ struct bump {
       const auto& b = p.buffers[e.i];
       if (b.fixed_offset >= 0) continue;
       auto off = align_up(next, effective_alignment(p, b));
-      // Hop over pinned buffers live at the same time that the bump would run into.
-      for (bool moved = true; moved && b.size > 0;) {
-        moved = false;
-        for (auto j : pins) {
-          const auto& q = p.buffers[j];
-          if (q.size == 0 || q.upper <= b.lower || b.upper <= q.lower) continue;
-          if (q.fixed_offset < off + b.size && off < q.fixed_offset + q.size) {
-            off = align_up(q.fixed_offset + q.size, effective_alignment(p, b));
-            moved = true;
-          }
-        }
-      }
+      if (b.size > 0) off = detail::above_pins(p, pins, b, off);  // over the pins live with b that the bump would run into
       offsets[e.i] = off;
       next = off + b.size;
     }

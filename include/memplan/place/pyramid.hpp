@@ -46,18 +46,7 @@ struct pyramid {
       if (max_end <= min_start) break;
       if (p.buffers[next].lower < min_start || p.buffers[next].upper > max_end) continue;
       const auto& b = p.buffers[next];
-      auto off = align_up(base, effective_alignment(p, b));
-      for (bool moved = true; moved;) {  // hop over pins live at the same time
-        moved = false;
-        for (auto j : pins) {
-          const auto& q = p.buffers[j];
-          if (q.size == 0 || q.upper <= b.lower || b.upper <= q.lower) continue;
-          if (q.fixed_offset < off + b.size && off < q.fixed_offset + q.size) {
-            off = align_up(q.fixed_offset + q.size, effective_alignment(p, b));
-            moved = true;
-          }
-        }
-      }
+      const auto off = detail::above_pins(p, pins, b, align_up(base, effective_alignment(p, b)));  // over pins live with b
       offsets[next] = off;
       base = off + b.size;
       min_start = b.lower;

@@ -83,6 +83,23 @@ inline buffer_placement finish(const buffer_problem& p, std::vector<std::int64_t
   return out;
 }
 
+// The lowest offset from `off` up (aligned for b) at which b runs into none of the pinned buffers
+// (indices into p.buffers) live at the same time: it hops over each pin in its way until none is.
+inline std::int64_t above_pins(const buffer_problem& p, const std::vector<std::size_t>& pins, const buffer& b, std::int64_t off) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (auto j : pins) {
+      const auto& q = p.buffers[j];
+      if (q.size == 0 || q.upper <= b.lower || b.upper <= q.lower) continue;
+      if (q.fixed_offset < off + b.size && off < q.fixed_offset + q.size) {
+        off = align_up(q.fixed_offset + q.size, effective_alignment(p, b));
+        moved = true;
+      }
+    }
+  }
+  return off;
+}
+
 // place(p, until) of a one-pass placer (greedy_by_size, greedy_by_breadth, best_fit): its
 // offsets(p, until, &cut) pass through finish; when the deadline cut the pass, the rest was stacked on
 // top (valid) and the note says so.
