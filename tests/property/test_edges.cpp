@@ -13,6 +13,7 @@
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/buffers_csv.hpp>
+#include <memplan/offload/policies.hpp>
 #include <memplan/olla.hpp>
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
@@ -145,6 +146,40 @@ TEST_CASE("edges: tensors at memplan's size limit (2^61 - 1 bytes each, 2^62 - 1
   } catch (const error& e) {
     CHECK(e.code() == errc::invalid_graph);
     CHECK(std::string(e.what()) == "tensor 'z': size 2305843009213693952 overflows memplan's arena arithmetic (at most 2^61 - 1 bytes per tensor)");
+  }
+}
+
+TEST_CASE("edges: a plan whose materializations together pass the arena arithmetic is refused naming a tensor, not a buffer index") {
+  // Three 2^60-byte activations fit the graph limit, but offloading 'a' makes it two buffers: five
+  // 2^60-byte buffers could stack past 2^62, which the placers' int64 offsets do not hold. The refusal
+  // came from the buffer problem as "buffer 4"; plan() now says which tensor that buffer holds.
+  constexpr std::int64_t G = std::int64_t{1} << 60;
+  problem_builder b("offloaded-huge");
+  auto x = b.add_tensor("x", 8, tensor_kind::input);
+  auto a = b.add_tensor("a", G, tensor_kind::activation);
+  auto c = b.add_tensor("c", G, tensor_kind::activation);
+  auto e = b.add_tensor("e", G, tensor_kind::activation);
+  auto l = b.add_tensor("l", 8, tensor_kind::activation);
+  auto ge = b.add_tensor("ge", 8, tensor_kind::gradient);
+  auto gx = b.add_tensor("gx", 8, tensor_kind::output);
+  b.add_op("f1", {x}, {a}, "op", op_phase::forward, 1.0);
+  b.add_op("f2", {a}, {c}, "op", op_phase::forward, 1.0);
+  b.add_op("f3", {c}, {e}, "op", op_phase::forward, 1.0);
+  b.add_op("f4", {e}, {l}, "op", op_phase::forward, 1.0);
+  b.add_op("b4", {l, e}, {ge}, "op", op_phase::backward, 1.0);
+  b.add_op("b1", {ge, a}, {gx}, "op", op_phase::backward, 1.0);
+  const auto p = b.build();
+  check_plan(p, memplan::plan(p, schedule::given{} | place::best_fit{}));  // without offloading: 3 * 2^60 at the peak
+  plan_context ctx;
+  ctx.timing.bandwidth = 1e18;
+  ctx.budget = 2 * G + 1024;
+  try {
+    (void)memplan::plan(p, schedule::given{} | offload::greedy{} | place::best_fit{}, ctx);
+    FAIL("expected an error");
+  } catch (const error& er) {
+    CHECK(er.code() == errc::limit_exceeded);
+    const std::string what = er.what();
+    CHECK_MESSAGE(what.find("first past it: tensor 'e' (materialization 3, buffer 4)") != std::string::npos, what);
   }
 }
 

@@ -105,15 +105,17 @@ std::vector<lifetime_event> lifetime_events(const buffer_problem& p, Keep keep) 
 }  // namespace detail
 
 // Validates the input: sizes, lifetimes, alignments and pinned offsets. Throws memplan::error naming the
-// buffer (errc::invalid_argument; errc::infeasible for pinned buffers that overlap while live together).
-inline void validate(const buffer_problem& p) {
+// buffer (errc::invalid_argument; errc::infeasible for pinned buffers that overlap while live together)
+// as name(i) says: "buffer i" by default; plan() names the tensor or op the buffer holds.
+template <class Name>
+void validate(const buffer_problem& p, Name&& name) {
   auto pow2 = [](std::int64_t a) { return a > 0 && (a & (a - 1)) == 0; };
   if (!pow2(p.alignment))
     throw error(errc::invalid_argument, "buffer problem: alignment " + std::to_string(p.alignment) + " is not a power of two");
   if (p.capacity < 0) throw error(errc::invalid_argument, "buffer problem: negative capacity");
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     const auto& b = p.buffers[i];
-    auto who = "buffer " + std::to_string(i);
+    const std::string who = name(i);
     if (b.size < 0) throw error(errc::invalid_argument, who + ": negative size " + std::to_string(b.size));
     if (b.lower >= b.upper)
       throw error(errc::invalid_argument, who + ": empty lifetime [" + std::to_string(b.lower) + ", " + std::to_string(b.upper) + ")");
@@ -147,7 +149,7 @@ inline void validate(const buffer_problem& p) {
       if (worst > half - term)
         throw error(errc::limit_exceeded, "buffer problem: " + std::to_string(p.buffers.size()) +
                                               " buffers with their sizes and alignment padding could need an arena beyond 2^62 "
-                                              "bytes (first past it: buffer " + std::to_string(i) + ", " + std::to_string(b.size) +
+                                              "bytes (first past it: " + name(i) + ", " + std::to_string(b.size) +
                                               " bytes, alignment " + std::to_string(effective_alignment(p, b)) +
                                               "); memplan's offsets are int64");
       worst += term;
@@ -170,7 +172,7 @@ inline void validate(const buffer_problem& p) {
   auto overlap = [&](std::size_t a, std::size_t b) {
     const auto& x = p.buffers[a];
     const auto& y = p.buffers[b];
-    return error(errc::infeasible, "buffers " + std::to_string(a) + " and " + std::to_string(b) + " are pinned at overlapping offsets [" +
+    return error(errc::infeasible, name(a) + " and " + name(b) + " are pinned at overlapping offsets [" +
                                        std::to_string(x.fixed_offset) + ", " + std::to_string(x.fixed_offset + x.size) + ") and [" +
                                        std::to_string(y.fixed_offset) + ", " + std::to_string(y.fixed_offset + y.size) +
                                        ") while both are live");
@@ -190,6 +192,10 @@ inline void validate(const buffer_problem& p) {
     }
     live.emplace(b.fixed_offset, i);
   }
+}
+
+inline void validate(const buffer_problem& p) {
+  validate(p, [](std::size_t i) { return "buffer " + std::to_string(i); });
 }
 
 // Independent referee for a buffer placement: returns the first violation in words, or nothing.

@@ -177,6 +177,8 @@ template <buffer_placer P>
 timeline run_placer(const P& pl, const problem& p, timeline tl, const plan_context& ctx) {
   buffer_origin origin;
   const auto bp = to_buffers(p, tl, ctx.alignment, origin, ctx.arena_limit());
+  // Validated here first so that an error names what the buffer holds (the placer validates again).
+  validate(bp, [&](std::size_t i) { return buffer_text(p, tl, origin, i); });
   buffer_placement bpl;
   if constexpr (context_placer<P>) bpl = pl.place(bp, ctx);
   else bpl = pl.place(bp);

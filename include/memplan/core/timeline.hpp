@@ -380,6 +380,18 @@ struct buffer_origin {
   std::vector<std::int32_t> step;  // buffer -> step whose workspace it is, or no_id
 };
 
+// Buffer i of to_buffers, in words: "tensor 'x' (materialization m, buffer i)" or "workspace of op 'o' (buffer i)".
+inline std::string buffer_text(const problem& p, const timeline& tl, const buffer_origin& origin, std::size_t i) {
+  if (i < origin.mat.size() && origin.mat[i] != no_id) {
+    const auto m = static_cast<std::size_t>(origin.mat[i]);
+    return "tensor '" + p.tensor_name(p.storage_root(tl.mats[m].storage)) + "' (materialization " + std::to_string(m) + ", buffer " +
+           std::to_string(i) + ")";
+  }
+  if (i < origin.step.size() && origin.step[i] != no_id)
+    return "workspace of op '" + p.op_name(tl.steps[static_cast<std::size_t>(origin.step[i])].id) + "' (buffer " + std::to_string(i) + ")";
+  return "buffer " + std::to_string(i);
+}
+
 // One buffer per non-empty materialization, lifetime [first, last + 1) in ticks, in storage order (then
 // creation order), and one per op step workspace ([tick, tick + 1)). Placing these places the timeline.
 inline buffer_problem to_buffers(const problem& p, const timeline& tl, std::int64_t alignment, buffer_origin& origin,
