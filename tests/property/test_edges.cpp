@@ -260,7 +260,7 @@ TEST_CASE("regression (fuzz buffers_csv): pinned buffers that overlap while live
       FAIL("expected errc::infeasible");
     } catch (const error& e) {
       CHECK(e.code() == errc::infeasible);
-      CHECK(std::string(e.what()).find("buffers 0 and 1 are pinned at overlapping offsets [0, 100) and [46, 110)") != std::string::npos);
+      CHECK(std::string(e.what()).find("buffer 0 and buffer 1 are pinned at overlapping offsets [0, 100) and [46, 110)") != std::string::npos);
     }
   }
   // Pinned buffers that touch, or overlap only in address but not in time, are fine.
