@@ -1247,22 +1247,19 @@ inline timeline with_impls(const problem& p, const timeline& tl, const std::vect
 
 // Runs an *_ilp checkpointer's plugged warm start within the stage's clock and adds its plan to the
 // candidates, named with its own notes; a plan whose replay fails is dropped. Returns the summary the
-// fallback notes quote; `ok`: whether the plan was added. `describe` words a plan's cost.
+// fallback notes quote. `describe` words a plan's cost.
 template <class Describe>
 std::string add_warm_start(const problem& p, const timeline& tl, const any_checkpointer& warm_start, const plan_context& ctx,
-                           double limit, bool will_solve, const deadline& clock, std::vector<ilp_candidate>& cands, Describe&& describe,
-                           bool& ok) {
+                           double limit, bool will_solve, const deadline& clock, std::vector<ilp_candidate>& cands, Describe&& describe) {
   auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
   std::string wnote;
   for (std::size_t k = tl.stages.size(); k < w.stages.size(); ++k)
     if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;
   w.stages = tl.stages;
   const auto who = warm_start.name() + (wnote.empty() ? "" : " (" + wnote + ")");
-  ok = false;
   if (auto bad = replay_violation(p, w)) return "warm start " + who + " dropped: " + *bad;
   std::string summary = "warm start " + who + ": peak " + std::to_string(w.peak) + " bytes, " + describe(w);
   cands.push_back({who, std::move(w), 0});
-  ok = true;
   return summary;
 }
 
@@ -1387,12 +1384,12 @@ struct checkmate_ilp {
     // ---- warm starts: the plugged heuristic, then memplan's on-demand plan ----
     using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
-    bool warm_ok = false;
     const auto& solver = backend.available() ? backend : ctx.solver;
     const bool will_solve = solver.available() && f.n <= max_ops;
     const std::string warm_summary = detail::add_warm_start(p, tl, warm_start, ctx, limit, will_solve, clock, cands, [&](const timeline& w) {
       return "recompute cost " + number_text(detail::recompute_cost_of(p, w));
-    }, warm_ok);
+    });
+    const bool warm_ok = !cands.empty();  // the warm start is the first candidate when it replays
     const bool fits_already = std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; });
     if (auto od = detail::start_on_demand(clock, limit, will_solve, fits_already) ? detail::on_demand_plan(p, f, clock) : std::nullopt) {
       timeline t2 = tl;

@@ -125,12 +125,12 @@ struct monet_ilp {
     // ---- warm starts ----
     using candidate = detail::ilp_candidate;
     std::vector<candidate> cands;
-    bool warm_ok = false;
     const auto& solver = backend.available() ? backend : ctx.solver;
     const bool will_solve = solver.available() && f.n <= max_ops;
     const std::string warm_summary = detail::add_warm_start(p, tl, warm_start, ctx, limit, will_solve, clock, cands, [&](const timeline& w) {
       return "cost " + number_text(total_step_cost(p, w));
-    }, warm_ok);
+    });
+    const bool warm_ok = !cands.empty();  // the warm start is the first candidate when it replays
     const bool fits_already = std::any_of(cands.begin(), cands.end(), [&](const candidate& c) { return c.tl.peak <= target; });
     if (auto od = detail::start_on_demand(clock, limit, will_solve, fits_already) ? detail::on_demand_plan(p, f, clock) : std::nullopt) {
       for (int variant = 0; variant < 2; ++variant) {
