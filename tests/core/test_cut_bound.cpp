@@ -72,6 +72,44 @@ TEST_CASE("cut bound: charges what every order keeps at an op, where lower_bound
   CHECK(exact.stats.lower_bound_by == "scheduler");
 }
 
+TEST_CASE("certify_with_cut_bound: the bound plan() certifies with cut_bound, added to a plan made without it") {
+  const auto p = make_problem(testing::either_way_graph());
+  plan_context ctx;
+  auto mp = plan(p, schedule::given{} | testing::stack_placer{}, ctx);
+  CHECK(mp.stats.lower_bound == 201);
+  certify_with_cut_bound(p, mp, ctx);
+  CHECK(verify(p, mp).ok);
+  CHECK(mp.stats.lower_bound == 251);
+  CHECK(mp.stats.lower_bound_by == "min-cut");
+  CHECK(mp.stats.gap == doctest::Approx(100.0 / 351.0));
+  // Already certified by the scheduler (the exact order's own bound): unchanged.
+  auto exact = plan(p, schedule::exact{} | testing::stack_placer{}, ctx);
+  const auto before = exact.stats;
+  certify_with_cut_bound(p, exact, ctx);
+  CHECK(exact.stats.lower_bound == before.lower_bound);
+  CHECK(exact.stats.lower_bound_by == before.lower_bound_by);
+  // On random DAGs, deterministic: the same stats as plan() with cut_bound set.
+  ctx.deterministic = true;
+  plan_context with = ctx;
+  with.cut_bound = true;
+  int raised = 0;
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    INFO("seed " << seed);
+    const auto q = make_problem(testing::random_dag(seed, {.ops = 8 + static_cast<int>(seed % 12)}));
+    auto later = plan(q, schedule::given{} | testing::stack_placer{}, ctx);
+    const auto plain = later.stats.lower_bound;
+    certify_with_cut_bound(q, later, ctx);
+    const auto direct = plan(q, schedule::given{} | testing::stack_placer{}, with);
+    CHECK(later.order() == direct.order());
+    CHECK(later.stats.lower_bound == direct.stats.lower_bound);
+    CHECK(later.stats.lower_bound_by == direct.stats.lower_bound_by);
+    CHECK(later.stats.gap == direct.stats.gap);
+    CHECK(later.stats.impl_lower_bound == direct.stats.impl_lower_bound);
+    raised += later.stats.lower_bound > plain;
+  }
+  CHECK(raised > 0);
+}
+
 TEST_CASE("cut bound: never above the optimum, never below lower_bound_peak (brute force, 300 random DAGs)") {
   int tight = 0, above_local = 0, tight_single = 0;
   constexpr int graphs = 300;

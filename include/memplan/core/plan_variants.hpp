@@ -29,6 +29,8 @@
 //                                 memplan::place::default_placer{}, {.budget = B});
 //   });
 //   // r.variants.rewritten is the problem r.plan plans; r.variants.taken names the variants.
+// With plan_context::cut_bound, plan without it and certify the kept plan afterwards
+// (certify_with_cut_bound(r.variants.rewritten, r.plan, ctx), core/pipeline.hpp): one bound, not one per set.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
