@@ -388,7 +388,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
 // plan_context::cut_bound (ctx's limits; its cut_bound flag is not read): for callers that plan
 // several problems and keep one, so that only the kept plan pays for the bound.
 // plan_choosing_variants' two variant sets are such a case: `memplan plan` plans both without it and
-// certifies the one it keeps (googlenet-train-b32 with defaults: 2.5 -> 2.0 s, the same report).
+// certifies the one it keeps (googlenet-train-b32 with defaults: 2.0-2.2 -> 1.5-1.8 s, the same report).
 // Nothing changes for a plan that recomputes or offloads (its bound is the op-local one) or whose
 // bound meets its peak; a bound for the plan's implementations (stats.impl_lower_bound) that the cut
 // reaches is dropped, as plan() reports it only when above the plan's bound. Verified again.
