@@ -349,9 +349,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     note += "; kept the plan aimed at " + std::to_string(kept_target) + " (stage seconds are over all " + std::to_string(reruns.size() + 1) + " runs)";
     mp.stats.notes.push_back(std::move(note));
   }
-  const bool reduced = has_reducer && std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& x) {
-    return x.kind != step_kind::compute && x.kind != step_kind::free;
-  });
+  const bool reduced = has_reducer && mp.has_recompute_or_transfer_steps();
   // The bound the report certifies against: any order (no recomputation), or any plan at all.
   std::int64_t lb = 0;
   if (reduced) {
@@ -393,10 +391,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
 // bound meets its peak; a bound for the plan's implementations (stats.impl_lower_bound) that the cut
 // reaches is dropped, as plan() reports it only when above the plan's bound. Verified again.
 inline void certify_with_cut_bound(const problem& p, memory_plan& mp, const plan_context& ctx = {}) {
-  const bool reduced = std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& x) {
-    return x.kind != step_kind::compute && x.kind != step_kind::free;
-  });
-  if (reduced || mp.stats.lower_bound_by == "op-local") return;
+  if (mp.has_recompute_or_transfer_steps()) return;
   const auto cut = detail::cut_bound_above(p, mp.stats.peak, mp.stats.lower_bound, ctx);
   if (cut <= mp.stats.lower_bound) return;
   set_lower_bound(mp.stats, cut);

@@ -92,6 +92,13 @@ struct timeline {
   [[nodiscard]] bool placed() const noexcept { return arena >= 0; }
   [[nodiscard]] std::int32_t ticks() const noexcept { return static_cast<std::int32_t>(live.size()); }
   [[nodiscard]] bool empty() const noexcept { return steps.empty(); }
+  // Whether any step recomputes, offloads or prefetches (a checkpointer or offloader changed the
+  // timeline): anything but compute and free steps.
+  [[nodiscard]] bool has_recompute_or_transfer_steps() const noexcept {
+    for (const auto& s : steps)
+      if (s.kind != step_kind::compute && s.kind != step_kind::free) return true;
+    return false;
+  }
 
   // The ops in the order their compute steps appear.
   [[nodiscard]] std::vector<op_id> order() const {

@@ -1371,7 +1371,7 @@ struct checkmate_ilp {
       return finish(std::move(tl), "no memory target (budget, capacity or memory_target), nothing recomputed");
     // Start from the order's own timeline (compute and free steps only).
     std::string rebuilt;
-    if (std::any_of(tl.steps.begin(), tl.steps.end(), [](const step& s) { return s.kind != step_kind::compute && s.kind != step_kind::free; })) {
+    if (tl.has_recompute_or_transfer_steps()) {
       tl = detail::with_impls(p, tl, compute_impls(p, tl));
       rebuilt = "; started from the order's own timeline (the incoming one had recompute or transfer steps)";
     }
