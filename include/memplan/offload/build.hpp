@@ -24,6 +24,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -167,7 +168,10 @@ class builder {
       }
       r.host_peak = most_at_once(std::move(ev));
     }
-    if (out) write(chosen, at, op_b, op_e, off_b, off_e, pre_b, pre_e, r.makespan, *out);
+    if (out) {
+      delay_prefetches(chosen, at, op_b, op_e, off_b, off_e, pre_b, pre_e);
+      write(chosen, at, op_b, op_e, off_b, off_e, pre_b, pre_e, r.makespan, *out);
+    }
     return r;
   }
 
@@ -183,6 +187,73 @@ class builder {
     return b;
   }
 
+  // The written schedule's prefetches as late as its times allow. The simulation issues each as early
+  // as memory allows (Prop. 1: early is never slower), so the device is full to the target at most
+  // ticks and the placer must pack a flat profile. Once the times are known, a prefetch may start
+  // later without moving anything else: walking the copy engine backwards, each ends by the start of
+  // the transfer after it and of the op that reads its value, and is written at the last boundary whose
+  // op before has ended and whose listed offloads have completed by its new start (the rules verify
+  // checks). Op times, offloads and the makespan stay; a prefetched value's device lifetime only
+  // shrinks, so every placement of the early timeline fits the late one and the tick profile only
+  // falls. The host peak stays too: it is reached when an offload starts, and every prefetch before
+  // that offload on the engine still ends by then.
+  void delay_prefetches(std::span<const std::int32_t> chosen, std::vector<std::vector<std::int32_t>>& at, const std::vector<double>& op_b,
+                        const std::vector<double>& op_e, const std::vector<double>& off_b, const std::vector<double>& off_e,
+                        std::vector<double>& pre_b, std::vector<double>& pre_e) const {
+    const auto nc = chosen.size();
+    const auto nb = at.size();  // boundaries 0..n
+    std::vector<std::size_t> pre_at(nc, nb), off_at(nc, nb);
+    std::vector<std::tuple<double, double, std::int32_t>> engine;  // (begin, end, +j+1 offload / -(j+1) prefetch)
+    for (std::size_t b = 0; b < nb; ++b)
+      for (auto x : at[b]) {
+        const auto j = static_cast<std::size_t>(x > 0 ? x - 1 : -x - 1);
+        (x > 0 ? off_at : pre_at)[j] = b;
+      }
+    for (std::size_t j = 0; j < nc; ++j) {
+      if (off_at[j] == nb || pre_at[j] == nb) return;  // not a complete round trip: leave the schedule as it is
+      engine.emplace_back(off_b[j], off_e[j], static_cast<std::int32_t>(j) + 1);
+      engine.emplace_back(pre_b[j], pre_e[j], -static_cast<std::int32_t>(j) - 1);
+    }
+    // The engine's order (copies never overlap; a copy of no bytes sorts before one it starts with).
+    std::stable_sort(engine.begin(), engine.end(), [](const auto& a, const auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+    });
+    auto late_b = pre_b, late_e = pre_e;
+    double limit = std::numeric_limits<double>::infinity();
+    for (auto it = engine.rbegin(); it != engine.rend(); ++it) {
+      const auto x = std::get<2>(*it);
+      const auto j = static_cast<std::size_t>(x > 0 ? x - 1 : -x - 1);
+      if (x > 0) {
+        limit = std::min(limit, off_b[j]);
+        continue;
+      }
+      const auto reader = static_cast<std::size_t>(cand(chosen[j]).after);
+      const double end = std::min(limit, reader < op_b.size() ? op_b[reader] : limit);
+      if (end > pre_e[j] && end < std::numeric_limits<double>::infinity()) {
+        late_e[j] = end;
+        late_b[j] = end - (pre_e[j] - pre_b[j]);
+      }
+      limit = std::min(limit, late_b[j]);
+    }
+    // The latest completion of the offloads written at boundaries 0..b (each is listed before the
+    // transfers and ops that follow it).
+    std::vector<double> released_by(nb, 0.0);
+    for (std::size_t j = 0; j < nc; ++j) released_by[off_at[j]] = std::max(released_by[off_at[j]], off_e[j]);
+    for (std::size_t b = 1; b < nb; ++b) released_by[b] = std::max(released_by[b], released_by[b - 1]);
+    for (std::size_t j = 0; j < nc; ++j) {
+      if (late_b[j] == pre_b[j]) continue;
+      const auto last = std::min(nb - 1, static_cast<std::size_t>(cand(chosen[j]).after));
+      auto b = pre_at[j];
+      while (b < last && op_e[b] <= late_b[j] && released_by[b + 1] <= late_b[j]) ++b;
+      pre_b[j] = late_b[j];
+      pre_e[j] = late_e[j];
+      if (b == pre_at[j]) continue;
+      auto& from = at[pre_at[j]];
+      from.erase(std::find(from.begin(), from.end(), -static_cast<std::int32_t>(j) - 1));
+      at[b].push_back(-static_cast<std::int32_t>(j) - 1);
+    }
+  }
+
   void write(std::span<const std::int32_t> chosen, const std::vector<std::vector<std::int32_t>>& at, const std::vector<double>& op_b,
              const std::vector<double>& op_e, const std::vector<double>& off_b, const std::vector<double>& off_e,
              const std::vector<double>& pre_b, const std::vector<double>& pre_e, double makespan, timeline& out) const {
@@ -195,8 +266,11 @@ class builder {
     double now = 0.0;
     auto transfers = [&](std::int32_t b) {
       // Releases before allocations at one boundary (the replay places both at this instant).
+      // Prefetches in the order they start (delay_prefetches may have moved some here).
       auto xs = at[static_cast<std::size_t>(b)];
       std::stable_partition(xs.begin(), xs.end(), [](std::int32_t x) { return x > 0; });
+      std::stable_sort(std::find_if(xs.begin(), xs.end(), [](std::int32_t x) { return x < 0; }), xs.end(),
+                       [&](std::int32_t x, std::int32_t y) { return pre_b[static_cast<std::size_t>(-x - 1)] < pre_b[static_cast<std::size_t>(-y - 1)]; });
       for (auto x : xs) {
         const auto j = static_cast<std::size_t>(x > 0 ? x - 1 : -x - 1);
         const auto& c = cand(chosen[j]);
