@@ -19,6 +19,8 @@
 //      and every value it uses has arrived.
 // Memory is counted per tick with copies in flight held through every tick they overlap, so the tick
 // profile bounds the bytes at every instant (the invariants verify checks on times).
+// The timeline build() writes then has each prefetch as late as these times allow (delay_prefetches,
+// below): the same makespan, less memory held between ticks for the placer.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
