@@ -694,7 +694,7 @@ TEST_CASE("offload::refined takes every improving flip that still improves in on
 }
 
 TEST_CASE("offload::build writes each prefetch as late as the times allow: the same makespan and host peak, each ends at its reader's start or the next copy's") {
-  // Fast links (2-8 s per copy against ops of 1-20 s) leave the copy engine idle between copies, so
+  // Fast links (copies of 0.2-8 s: 8-160 B at 20-50 B/s, against ops of 1-20 s) leave the copy engine idle between copies, so
   // the simulation's early prefetches have room to move. Each written prefetch must end exactly when
   // its value is first read or the next copy starts, whichever is first; the simulation's times for
   // everything else stay.
