@@ -197,7 +197,10 @@ TEST_CASE("property: random buffer sets through every placer, checked by place::
           if (failures <= 10) FAIL_CHECK("set " << i << ", " << name << ": " << a.value_or("ok") << "; " << b.value_or("ok"));
         }
       } catch (const error& e) {
-        if (e.code() == errc::invalid_argument && documented_refusal(name)) {
+        // Sets of the `huge` kind whose sizes and padding could need an arena beyond 2^62 are refused
+        // by validate() for every placer (offsets are int64): 4 sets of the 10,000 under label slow.
+        const bool beyond_int64 = e.code() == errc::limit_exceeded && std::string(e.what()).find("beyond 2^62") != std::string::npos;
+        if ((e.code() == errc::invalid_argument && documented_refusal(name)) || beyond_int64) {
           ++refusals;
           continue;
         }
