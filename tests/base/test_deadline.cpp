@@ -63,3 +63,46 @@ TEST_CASE("step_pacer: the first step always starts, then only while the time le
     }
   }
 }
+
+TEST_CASE("deadline on a work clock: time is the work charged, so it expires on work, not on the wall clock") {
+  work_clock work(1e-3);  // a unit is a millisecond
+  const auto d = deadline::after(1.0, work);
+  CHECK(d.counts_work());
+  CHECK_FALSE(deadline::after(1.0).counts_work());
+  std::this_thread::sleep_for(20ms);  // wall time does not count
+  CHECK(d.seconds_left() == doctest::Approx(1.0));
+  CHECK(d.elapsed() == 0.0);
+  d.charge(400);
+  CHECK(d.seconds_left() == doctest::Approx(0.6));
+  CHECK(d.elapsed() == doctest::Approx(0.4));
+  // Slices and reserves stay on the same clock.
+  const auto part = d.slice(0.25);
+  const auto reserve = d.kept_back(0.5);
+  CHECK(part.counts_work());
+  CHECK(reserve.counts_work());
+  CHECK(part.seconds_left() == doctest::Approx(0.25));
+  CHECK(reserve.seconds_left() == doctest::Approx(0.1));
+  part.charge(100);  // one clock: every deadline on it sees the work
+  CHECK(work.units() == 500);
+  CHECK(reserve.expired());
+  CHECK_FALSE(part.expired());
+  CHECK(d.seconds_left() == doctest::Approx(0.5));
+  part.charge(150);
+  CHECK(part.expired());
+  CHECK_FALSE(d.expired());
+  d.charge(349);
+  CHECK_FALSE(d.expired());
+  d.charge(1);  // 1,000 units: the second is spent
+  CHECK(d.expired());
+  // A step pacer on a work clock measures steps in work.
+  work_clock w2(1e-3);
+  const auto e = deadline::after(1.0, w2);
+  step_pacer pace(e);
+  CHECK(pace.next());
+  e.charge(600);  // a step of 0.6 virtual seconds: 0.4 left
+  CHECK_FALSE(pace.next());
+  CHECK(pace.longest() == doctest::Approx(0.6));
+  // Charges to a steady-clock deadline go nowhere.
+  deadline::after(1.0).charge(1'000'000);
+  deadline::never().charge(1);
+}
