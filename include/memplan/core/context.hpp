@@ -94,8 +94,10 @@ struct plan_context {
   // For every stage that searches: < 0 keeps each policy's own default, 0 stops after its first
   // result, > 0 is the limit in seconds.
   double time_limit_s = -1.0;
-  // Count work (iterations, nodes) instead of wall-clock time, so that the result does not depend on
-  // the machine's speed or load. Policies then ignore their time limits, and plan() leaves the
+  // Count work (iterations, nodes, and for the exact and default placers a work clock: their own time
+  // limits in virtual seconds of work done, base/deadline.hpp) instead of wall-clock time, so that the
+  // result does not depend on the machine's speed or load. Policies then ignore the context's time
+  // limits, and plan() leaves the
   // stats' *_seconds at 0: equal inputs and options give equal plans and byte-identical plan files
   // (`memplan plan --deterministic`). Without it, any policy that stops on a deadline (local search,
   // the exact and default placers, the exact scheduler, the ILP policies) returns whatever it had

@@ -183,6 +183,7 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
   std::vector<std::int64_t> offsets;
   std::int64_t since_better = 0;
   for (; r.passes < max_iterations && since_better < stall && r.arena > target && !until.expired(); ++r.passes) {
+    until.charge(4 * static_cast<std::int64_t>(order.size()));  // the scan for the top, the copies of the order and offsets
     top.clear();
     for (std::size_t k = 0; k < order.size(); ++k) {
       const auto i = order[k];
@@ -200,6 +201,7 @@ inline order_search_result improve_insertion_order(const buffer_problem& p, std:
     std::size_t k = to / stride;
     while (!valid[k]) --k;
     occupancy_index index = snap[k];
+    (void)index.take_work();  // (charged when it was done)
     for (std::size_t q = k * stride; q <= to; ++q) {
       if (q % stride == 0 && !valid[q / stride]) {
         snap[q / stride] = index;
@@ -234,6 +236,7 @@ struct default_placer {
   static constexpr double default_time_limit_s = 0.8;  // plan and place stay within a second
   double time_limit_s = -1;        // seconds in all; < 0: default_time_limit_s
   std::int64_t node_limit = -1;    // for the exact search, < 0: unlimited
+  bool count_work = false;         // the time limit counts work, not the clock (deterministic mode: as exact's)
   std::int64_t accept = -1;        // as exact::accept (-1: the capacity when finite, else minimise)
   bool minimise_to_accept = false; // as exact::minimise_to_accept (the order search runs too, down to accept)
   bool decompose = true;           // place the pieces of detail::split_in_time one by one (when >= 2)
@@ -243,9 +246,8 @@ struct default_placer {
   [[nodiscard]] std::string name() const { return "default"; }
   [[nodiscard]] double seconds() const { return time_limit_s < 0 ? default_time_limit_s : time_limit_s; }
 
-  // With a context: its time limit replaces time_limit_s; in deterministic mode the search stops on
-  // a node budget instead of a clock, so the same input gives the same placement on any machine.
-  static constexpr std::int64_t deterministic_node_limit = 200'000;
+  // With a context: its time limit replaces time_limit_s; in deterministic mode the placer's own
+  // limit counts work instead (count_work), so the same input gives the same placement on any machine.
   // The order search stops after this many passes in a row without a lower arena.
   static constexpr std::int64_t order_search_stall = 64;
   // Minimisation from a start more than order_search_gap above the bound: the share of the time left
@@ -255,12 +257,18 @@ struct default_placer {
   static constexpr double order_search_gap = 0.01;
   static constexpr double order_search_share = 0.25;
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
-    return detail::with_context(*this, ctx, deterministic_node_limit).place(p);
+    return detail::with_context(*this, ctx).place(p);
   }
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
+    work_clock work;
+    return place(p, count_work ? deadline::after(seconds(), work) : deadline::after(seconds()));
+  }
+
+  // Within `until` (its clock: the steady clock or a work clock); seconds() still sets the shares
+  // (whether a whole-problem pass follows the pieces).
+  [[nodiscard]] buffer_placement place(const buffer_problem& p, const deadline& until) const {
     validate(p);
-    const auto until = deadline::after(seconds());
     const auto relaxed = detail::without_capacity(p);
     const auto bound = arena_lower_bound(p);
     const bool capacity_given = p.capacity != std::numeric_limits<std::int64_t>::max();
@@ -447,7 +455,7 @@ struct default_placer {
         // nothing where the descent gets within bytes of it (GoogLeNet b32 x 82 jittered: a piece 0.405 %
         // above after 0.8 s of decision search, 0.0005 % after 0.2 s of descent).
         auto pl = default_placer{.time_limit_s = share, .node_limit = node_limit, .accept = target, .minimise_to_accept = true,
-                                 .decompose = false, .order_search_passes = order_search_passes}.place(subs[d]);
+                                 .decompose = false, .order_search_passes = order_search_passes}.place(subs[d], until.slice(share));
         if (pl.arena < solved[d].arena) solved[d] = std::move(pl);
       }
     };

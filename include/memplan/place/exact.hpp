@@ -30,7 +30,8 @@
 // node and candidate, so the wall time stays within the limit plus a few milliseconds (plus the
 // O(n log n) bookkeeping that brackets the passes: the bound, sorting, the referee check; about 1 us
 // per buffer).
-// Deterministic for a given node_limit when the time limit does not cut the search.
+// Deterministic for a given node_limit when the time limit does not cut the search, and with
+// count_work (the time limit then counts work: base/deadline.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +89,9 @@ struct exact {
   static constexpr double default_time_limit_s = 10.0;
   double time_limit_s = -1;          // seconds in all (heuristics + search); < 0: default_time_limit_s; 0: heuristics only (run to the end)
   std::int64_t node_limit = -1;      // total search nodes, < 0: unlimited
+  // The time limit counts work, not the clock (base/deadline.hpp's work_clock): deterministic on any
+  // machine; what plan_context::deterministic sets.
+  bool count_work = false;
   std::size_t max_buffers = 10000;   // above this the search is skipped (the heuristics' best is returned)
   std::int64_t max_overlaps = 20'000'000;  // likewise above this many pairs of buffers live together (memory)
   // Stop at the first arena <= accept. -1: the capacity when it is finite (decision mode), else
@@ -114,11 +118,10 @@ struct exact {
     return pairs;
   }
 
-  // With a context: its time limit replaces time_limit_s; in deterministic mode the search stops on
-  // a node budget instead of a clock, so the same input gives the same placement on any machine.
-  static constexpr std::int64_t deterministic_node_limit = 2'000'000;
+  // With a context: its time limit replaces time_limit_s; in deterministic mode the placer's own
+  // limit counts work instead (count_work), so the same input gives the same placement on any machine.
   [[nodiscard]] buffer_placement place(const buffer_problem& p, const plan_context& ctx) const {
-    return detail::with_context(*this, ctx, deterministic_node_limit).place(p);
+    return detail::with_context(*this, ctx).place(p);
   }
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
@@ -127,7 +130,8 @@ struct exact {
       const auto never = deadline::never();
       return search_from(p, detail::greedy_incumbent(p, never), deadline::after(0));
     }
-    const auto until = deadline::after(seconds());
+    work_clock work;
+    const auto until = count_work ? deadline::after(seconds(), work) : deadline::after(seconds());
     return search_from(p, detail::greedy_incumbent(p, until), until);
   }
 
@@ -135,7 +139,8 @@ struct exact {
   // ignored here); used by default_placer to reuse its heuristics' best.
   [[nodiscard]] buffer_placement improve(const buffer_problem& p, const buffer_placement& incumbent, double seconds) const {
     validate(p);
-    return search_from(p, incumbent, deadline::after(std::max(0.0, seconds)));
+    work_clock work;
+    return search_from(p, incumbent, count_work ? deadline::after(std::max(0.0, seconds), work) : deadline::after(std::max(0.0, seconds)));
   }
 
   [[nodiscard]] buffer_placement search_from(const buffer_problem& p, const buffer_placement& incumbent,
@@ -202,7 +207,7 @@ struct exact {
         // doubles per round and restarts at a quarter after each improvement; the bound is probed on
         // with a quarter of that budget (proofs by exhaustion, or max load found late).
         const double phase_a_seconds = std::min(until.seconds_left(), 1e9) / 5;
-        const auto phase_a_until = deadline::after(phase_a_seconds);
+        const auto phase_a_until = until.slice(phase_a_seconds);  // (on until's clock)
         const std::int64_t phase_a_nodes = node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit / 5;
         bool descending = decision;  // (decision mode has a single target)
         while (!finished() && !until.expired() && nodes_left() > 0) {

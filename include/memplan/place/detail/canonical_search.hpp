@@ -161,6 +161,7 @@ class canonical_search {
       live.push_back(k);
       work += 2 * live.size();  // the filter and the row entries
       if (work > check_every) {
+        until.charge(static_cast<std::int64_t>(work));
         work = 0;
         if (until.expired()) return;
       }
@@ -189,6 +190,7 @@ class canonical_search {
       }
       work += static_cast<std::size_t>(hi_[k] - lo_[k]);
       if (work > check_every) {
+        until.charge(static_cast<std::int64_t>(work));
         work = 0;
         if (until.expired()) return;
       }
@@ -210,6 +212,7 @@ class canonical_search {
         if (hi_[k] - 1 < sections_ - 1) --initial_cuts_[static_cast<std::size_t>(hi_[k] - 1)];
       }
     for (std::size_t s = 1; s < initial_cuts_.size(); ++s) initial_cuts_[s] += initial_cuts_[s - 1];
+    until.charge(static_cast<std::int64_t>(work + 16 * m));  // the rest of the fill, the sorts and the map
     ready_ = true;
   }
 
@@ -258,6 +261,7 @@ class canonical_search {
       if (witness_[ss] < 0) return outcome::infeasible;
     }
     cuts_ = initial_cuts_;
+    until.charge(static_cast<std::int64_t>(4 * m) + sections_);  // the state's reset and the witnesses (about)
     part all;
     all.lo = 0;
     all.hi = sections_;
@@ -410,10 +414,12 @@ class canonical_search {
         if (off_[sk] < 0 && lo_[sk] < to && f.from < hi_[sk]) sub.buffers.push_back(k);
       }
       f.from = to;
+      until_->charge(static_cast<std::int64_t>(f.pt->buffers.size()));
       if (sub.buffers.empty()) continue;
       f.saved.resize(sub.buffers.size());
       for (std::size_t i = 0; i < f.saved.size(); ++i) f.saved[i] = rank_[static_cast<std::size_t>(sub.buffers[i])];
       rank_part(sub);
+      until_->charge(static_cast<std::int64_t>(8 * sub.buffers.size()) + (sub.hi - sub.lo));  // the sort and the table
       auto& child = push_frame(frame::kind::node, sub);
       child.last_off = 0;
       child.last_rank = -1;
@@ -435,6 +441,7 @@ class canonical_search {
     ++nodes_;
     if (budget_ >= 0 && nodes_ > budget_) return outcome::aborted;  // budget_ is absolute
     if (until_->expired()) return outcome::aborted;  // a clock read is cheap next to a node's O(part) work
+    until_->charge(node_scan_weight * static_cast<std::int64_t>(pt.buffers.size()));  // the fingerprint's pass
     // One pass: the lowest top any unplaced buffer can reach, and the fingerprint of everything the
     // subtree below depends on (the part, the canonical restriction, each unplaced buffer with its
     // lowest offset and rank): equal fingerprints explore equal subtrees.
@@ -472,6 +479,7 @@ class canonical_search {
       if (key + size_[sk] > target_) continue;
       f.cands.push_back({key, rank, k});
     }
+    until_->charge(node_scan_weight * static_cast<std::int64_t>(pt.buffers.size()));  // the candidates' pass
     if (f.cands.empty()) {
       memo_->insert(h1, h2);
       return outcome::infeasible;
@@ -480,6 +488,7 @@ class canonical_search {
     // memory per level of the search) prefix / suffix maxima of the block maxima, for the check of
     // the part against a candidate's offset.
     const int width = pt.hi - pt.lo;
+    until_->charge(2 * static_cast<std::int64_t>(width));  // the block maxima
     f.part_max = 0;
     for (int i = pt.lo; i < pt.hi; ++i) f.part_max = std::max(f.part_max, total_[static_cast<std::size_t>(i)]);
     f.blocks = (width + block - 1) / block;
@@ -498,6 +507,13 @@ class canonical_search {
   }
 
   static bool later(const cand& a, const cand& b) { return a.key != b.key ? a.key > b.key : a.rank > b.rank; }
+
+  // Work-clock units (base/deadline.hpp: about 0.5 ns each) per buffer of a node's two passes (hashing
+  // the unplaced ones) and per witness-list entry or section buffer scanned; one per section total or
+  // overlapping buffer walked. Fitted on the exact search's wall time over nine MiniMalloc sets and
+  // the offload and recompute timelines of five batch-32 exports: within 0.8-1.1x of it, where
+  // equal weights spread over 0.84-3.1 ns a unit (docs/reliability.md).
+  static constexpr std::int64_t node_scan_weight = 16, witness_weight = 2;
 
   // scratch_[base + j] = max over blocks [0, j), scratch_[base + blocks + 1 + j] = over blocks [j, blocks),
   // scratch_[base + 2 * blocks + 2 + j] = over block j. (Indices, not pointers: deeper nodes grow scratch_.)
@@ -545,6 +561,7 @@ class canonical_search {
   // section has none left (or the deadline passed: `late`).
   bool rewitness(frame& f, int w, bool& late) {
     auto& list = witnessing_[static_cast<std::size_t>(w)];
+    until_->charge(witness_weight * static_cast<std::int64_t>(list.size()));
     for (std::size_t i = 0; i < list.size(); ++i) {
       if ((i & 63) == 63 && until_->expired()) { late = true; return false; }  // long lists on big problems
       const int sec = list[i];
@@ -555,10 +572,13 @@ class canonical_search {
       if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
       int next = -1;
       if (total_[ss] > 0) {
+        std::int64_t scanned = 0;
         for (int o : section_buffers_[ss]) {
+          ++scanned;
           const auto so = static_cast<std::size_t>(o);
           if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
         }
+        until_->charge(witness_weight * scanned);
         if (next < 0) return false;
       }
       f.rewitnessed.push_back({sec, w});
@@ -592,6 +612,8 @@ class canonical_search {
       // Inside c's span every unplaced buffer lies above c; everywhere in the part above c's offset.
       // (c is unplaced, so each section of its span counts it: the max after taking it out is the max
       // before minus its size. Its span lies in the part.)
+      // Work: the block checks (partial blocks scanned at the ends), then c's span and overlaps as walked.
+      until_->charge(8 + std::min(hi_[k] - lo_[k], block) / 4);
       const std::int64_t span_max = inside(f, lo_[k], hi_[k]) - size_[k];
       bool dead = span_max > 0 && top + span_max > target_;
       if (!dead && c.key > f.last_off && c.key + f.part_max > target_ &&
@@ -599,12 +621,17 @@ class canonical_search {
         dead = true;
       f.hatless = true;
       f.early = dead;  // rejected before c was taken out of the section totals
+      std::int64_t walked = 0;
       if (dead) {  // hatless is still needed below (is any buffer live with c unplaced?)
-        for (int o : overlaps_[k])
+        for (int o : overlaps_[k]) {
+          ++walked;
           if (off_[static_cast<std::size_t>(o)] < 0) { f.hatless = false; break; }
+        }
       } else {
         for (int sec = lo_[k]; sec < hi_[k]; ++sec) total_[static_cast<std::size_t>(sec)] -= size_[k];
+        walked = 2 * (hi_[k] - lo_[k]);  // taken out here, put back in close_candidate
         for (int o : overlaps_[k]) {
+          ++walked;
           const auto so = static_cast<std::size_t>(o);
           if (off_[so] >= 0) continue;
           f.hatless = false;
@@ -614,6 +641,7 @@ class canonical_search {
           if (fixed_[so] >= 0 ? min_off_[so] > fixed_[so] : min_off_[so] + size_[so] > target_) { dead = true; break; }
         }
       }
+      until_->charge(walked + 2 * static_cast<std::int64_t>(f.raised.size()));
       bool late = false;  // the deadline passed inside this candidate's checks
       if (!dead) dead = !rewitness(f, c.k, late);
       for (std::size_t i = 0; i < f.raised.size() && !dead; ++i) dead = !rewitness(f, f.raised[i].k, late);

@@ -29,16 +29,16 @@ inline constexpr std::int64_t unplaced = -1;
 // The problem with its capacity lifted: composite policies (best_of, default_placer) run their members
 // on it and enforce the capacity once, on the winner.
 // A searching placer (exact, default_placer) adjusted by a plan context: the context's time limit,
-// else the placer's own, cut to the context's stop; in deterministic mode the search stops on a node
-// budget instead of a clock, so the same input gives the same placement on any machine; the
+// else the placer's own, cut to the context's stop; in deterministic mode the placer's own time limit
+// on a work clock (base/deadline.hpp: time counted from the work done, so the same input gives the
+// same placement on any machine and the search costs about what the clock would give it); the
 // context's progress callback when the placer has none; the context's arena target as the placer's
-// accept level (Placer: time_limit_s, node_limit, progress members, seconds(); accept and
+// accept level (Placer: time_limit_s, count_work, progress members, seconds(); accept and
 // minimise_to_accept where it has them).
 template <class Placer>
-Placer with_context(Placer q, const plan_context& ctx, std::int64_t deterministic_node_limit) {
+Placer with_context(Placer q, const plan_context& ctx) {
   if (ctx.deterministic) {
-    q.time_limit_s = 1e9;  // never expires (base/deadline.hpp)
-    if (q.node_limit < 0) q.node_limit = deterministic_node_limit;
+    q.count_work = true;
   } else {
     q.time_limit_s = ctx.time_limit_or(q.seconds());
   }
@@ -241,7 +241,12 @@ class occupancy_index {
       if (l & 1) { add(cover_, l, start, end); add(any_, l, start, end); ++l; }
       if (r & 1) { --r; add(cover_, r, start, end); add(any_, r, start, end); }
     }
+    work_ += 64;  // (about: two paths of set updates; deterministic mode's work clock)
   }
+
+  // Work done since the last call, in work_clock units (about one range looked at each): what a pass
+  // charges to its deadline, so that it counts on a work clock too.
+  [[nodiscard]] std::int64_t take_work() noexcept { return std::exchange(work_, 0); }
 
   // The offset a buffer of `size` aligned to `align` takes among the addresses occupied during
   // [lower, upper): `first` = the lowest gap that fits, `best` = the smallest gap that fits (ties: the
@@ -279,10 +284,12 @@ class occupancy_index {
         if (b == open || (b > pos && b - pos >= size)) next_.push_back({a, b});
       };
       const range* it = first;  // windows are sorted and disjoint: the cursor only moves forward
+      work_ += 8 + static_cast<std::int64_t>(windows_.size());
       for (const auto& [a, b] : windows_) {
         it = first_ending_after(it, last, a);  // the ranges overlapping [a, b) start here
         std::int64_t cur = a;
         for (auto x = it; x != last && x->first < b; ++x) {  // the last may reach into the next window
+          ++work_;
           if (x->first > cur) keep(cur, x->first);
           cur = std::max(cur, x->second);
         }
@@ -339,6 +346,7 @@ class occupancy_index {
   std::vector<ranges> cover_, any_;
   std::vector<span> spans_;               // the sets gap() reads
   std::vector<range> windows_, next_;     // its free windows that still fit, before and after a set
+  std::int64_t work_ = 0;                 // see take_work
 };
 
 // The order of a sweep's allocations at one step: by buffer index, larger first, or longer-lived first.
@@ -355,9 +363,14 @@ template <class Deadline>
 void place_rest(occupancy_index& index, const buffer_problem& p, const std::vector<std::size_t>& order, std::size_t from, fit rule,
                 std::vector<std::int64_t>& offsets, const Deadline* until, bool* cut,
                 std::int64_t ceiling = std::numeric_limits<std::int64_t>::max(), bool* over = nullptr) {
+  // The index's work goes to the deadline (it counts on a work clock) at each check and at the end.
+  const auto charge = [&] {
+    if constexpr (!std::is_same_v<Deadline, std::nullptr_t>)
+      if (until) until->charge(index.take_work());
+  };
   for (std::size_t at = from; at < order.size(); ++at) {
     if constexpr (!std::is_same_v<Deadline, std::nullptr_t>) {
-      if (until && ((at - from) & 255) == 255 && until->expired()) {
+      if (until && ((at - from) & 255) == 255 && (charge(), until->expired())) {
         if (cut) *cut = true;
         offsets = stack_on_top(p, std::vector<std::size_t>(order.begin() + static_cast<std::ptrdiff_t>(at), order.end()), std::move(offsets));
         return;
@@ -370,10 +383,12 @@ void place_rest(occupancy_index& index, const buffer_problem& p, const std::vect
     offsets[i] = index.gap(b.lower, b.upper, b.size, effective_alignment(p, b), rule);
     if (offsets[i] > ceiling - b.size) {
       if (over) *over = true;
+      charge();
       return;
     }
     index.insert(b.lower, b.upper, offsets[i], offsets[i] + b.size);
   }
+  charge();
 }
 // Places buffers one at a time in `order` at the first or best gap among already placed buffers that
 // overlap in time (pinned buffers are placed first, at their offsets). Buffers not in `order` and not
@@ -709,7 +724,9 @@ struct allocator_sweep {
            (ties == sweep_ties::by_index ? "" : ties == sweep_ties::larger_first ? "(larger first)" : "(longer first)");
   }
   template <class Deadline>
-  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline&, bool* = nullptr) const {
+  [[nodiscard]] std::vector<std::int64_t> offsets(const buffer_problem& p, const Deadline& until, bool* = nullptr) const {
+    if constexpr (requires { until.charge(std::int64_t{}); })
+      until.charge(64 * static_cast<std::int64_t>(p.buffers.size()));  // O(n log n): about, for a work clock
     std::vector<std::int64_t> offsets(p.buffers.size(), unplaced);
     std::vector<std::size_t> rest;
     for (std::size_t i = 0; i < p.buffers.size(); ++i) {
@@ -729,9 +746,9 @@ struct allocator_sweep {
 // (idealloc's pangu set: 19.4 % best fit in every order, 12.2 % first fit); no sweep is best on every set.
 template <class Consider>
 void sweeps(const deadline& until, Consider&& consider) {
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = until.now();  // (on until's clock: a work clock in deterministic mode)
   consider(allocator_sweep{});
-  const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto took = std::chrono::duration<double>(until.now() - started).count();
   for (const auto& sweep : {allocator_sweep{.rule = fit::first, .ties = sweep_ties::larger_first},
                             allocator_sweep{.ties = sweep_ties::larger_first}, allocator_sweep{.ties = sweep_ties::longer_first}})
     if (until.seconds_left() > 1.5 * took) consider(sweep);
