@@ -12,7 +12,9 @@
 //  * cut:        core/cut_bound.hpp's bound against the default scheduler's peak on every export;
 //  * recompute:  the buffers of recompute plans (Inception-v3 at batch 32, the default checkpointer at
 //                1,570,000,000 B, with and without its concatenation variants) by each pass and default,
-//                timed and with --deterministic's node budget (the latter about a minute or two on the set with variants);
+//                timed and with --deterministic (its 0.8 s on the work clock);
+//  * work_clock: wall time per unit of deterministic mode's work clock (exact and default on the
+//                MiniMalloc and idealloc sets; base/deadline.hpp);
 //  * synthetic, model_like: per-placer tables on DNN-like lists (the older sections).
 // Usage: bench_place [--only a,b,...] [--quick] [--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]
 // (exports, cut and recompute need memplan::json; all timings are wall clock on the machine it runs on, with CPU
@@ -147,6 +149,33 @@ std::vector<std::filesystem::path> csv_files(const std::filesystem::path& dir) {
     if (e.path().extension() == ".csv") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// ---- work_clock: real seconds per virtual second of deterministic mode's work clock ---------------------
+// base/deadline.hpp: the placers charge their work at about 0.5 ns a unit of this 2-core machine. Each
+// MiniMalloc and idealloc set runs exact (minimising, 0.5 s) and default (its 0.8 s) on a work clock;
+// the table prints the wall time, the virtual time spent and the wall time per unit. A set that
+// finishes early spends less than its limit, and its fixed setup (the bound, the final check: not
+// charged) weighs more per unit.
+void work_clock_rates() {
+  std::cout << "\n## Work clock (--deterministic's time): wall ns per unit, on this machine\n\n"
+               "| set | buffers | exact wall s | its virtual s | ns/unit | default wall s | its virtual s | ns/unit |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& dir : {"minimalloc", "idealloc"})
+    for (const auto& f : csv_files(data_dir / "benchmarks" / dir)) {
+      const auto p = io::read_buffers_csv_file(f.string()).problem;
+      const auto rate = [](double wall, const work_clock& w) { return 1e9 * wall / static_cast<double>(std::max<std::int64_t>(1, w.units())); };
+      work_clock we, wd;
+      auto t0 = clock_type::now();
+      const auto until = deadline::after(0.5, &we);
+      (void)exact{.accept = 0}.search_from(p, place::detail::greedy_incumbent(p, until), until);
+      const double es = seconds_since(t0);
+      t0 = clock_type::now();
+      (void)default_placer{}.place(p, deadline::after(default_placer::default_time_limit_s, &wd));
+      const double ds = seconds_since(t0);
+      std::printf("| %s | %zu | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n", f.stem().stem().string().c_str(), p.buffers.size(), es,
+                  we.seconds(), rate(es, we), ds, wd.seconds(), rate(ds, wd));
+    }
 }
 
 // ---- minimalloc: decision mode through the CLI's path --------------------------------------------------
@@ -651,7 +680,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
   std::set<std::string> only;
-  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "sweeps", "exports", "cut", "recompute", "synthetic", "model_like"};
+  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "sweeps", "exports", "cut", "recompute", "work_clock", "synthetic", "model_like"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
@@ -667,7 +696,7 @@ int main(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,sweeps,exports,cut,recompute,synthetic,model_like] [--quick] "
+      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,sweeps,exports,cut,recompute,work_clock,synthetic,model_like] [--quick] "
                    "[--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]\n";
       return 2;
     }
@@ -687,6 +716,7 @@ int main(int argc, char** argv) {
 #else
   if (want("exports") || want("cut") || want("recompute")) std::cout << "\n(exports, cut, recompute: built without memplan::json)\n";
 #endif
+  if (want("work_clock")) work_clock_rates();
   if (want("synthetic")) synthetic(sizes);
   if (want("model_like")) model_like();
 }

@@ -66,7 +66,7 @@ TEST_CASE("step_pacer: the first step always starts, then only while the time le
 
 TEST_CASE("deadline on a work clock: time is the work charged, so it expires on work, not on the wall clock") {
   work_clock work(1e-3);  // a unit is a millisecond
-  const auto d = deadline::after(1.0, work);
+  const auto d = deadline::after(1.0, &work);
   CHECK(d.counts_work());
   CHECK_FALSE(deadline::after(1.0).counts_work());
   std::this_thread::sleep_for(20ms);  // wall time does not count
@@ -96,7 +96,7 @@ TEST_CASE("deadline on a work clock: time is the work charged, so it expires on 
   CHECK(d.expired());
   // A step pacer on a work clock measures steps in work.
   work_clock w2(1e-3);
-  const auto e = deadline::after(1.0, w2);
+  const auto e = deadline::after(1.0, &w2);
   step_pacer pace(e);
   CHECK(pace.next());
   e.charge(600);  // a step of 0.6 virtual seconds: 0.4 left

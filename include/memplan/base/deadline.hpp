@@ -38,8 +38,8 @@ class deadline {
 
   // Expires `seconds` after now; seconds < 0 or >= 1e9: never.
   static deadline after(double seconds) { return deadline(seconds, nullptr); }
-  // The same on a work clock: `seconds` of work charged to `work` from now on.
-  static deadline after(double seconds, work_clock& work) { return deadline(seconds, &work); }
+  // The same on a work clock: `seconds` of work charged to `work` from now on (nullptr: the steady clock).
+  static deadline after(double seconds, work_clock* work) { return deadline(seconds, work); }
   static deadline never() { return deadline(-1.0, nullptr); }
 
   // Now on this deadline's clock (the steady clock's, or the work clock's virtual time).

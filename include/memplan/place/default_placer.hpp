@@ -262,7 +262,7 @@ struct default_placer {
 
   [[nodiscard]] buffer_placement place(const buffer_problem& p) const {
     work_clock work;
-    return place(p, count_work ? deadline::after(seconds(), work) : deadline::after(seconds()));
+    return place(p, deadline::after(seconds(), count_work ? &work : nullptr));
   }
 
   // Within `until` (its clock: the steady clock or a work clock); seconds() still sets the shares

@@ -131,7 +131,7 @@ struct exact {
       return search_from(p, detail::greedy_incumbent(p, never), deadline::after(0));
     }
     work_clock work;
-    const auto until = count_work ? deadline::after(seconds(), work) : deadline::after(seconds());
+    const auto until = deadline::after(seconds(), count_work ? &work : nullptr);
     return search_from(p, detail::greedy_incumbent(p, until), until);
   }
 
@@ -140,7 +140,7 @@ struct exact {
   [[nodiscard]] buffer_placement improve(const buffer_problem& p, const buffer_placement& incumbent, double seconds) const {
     validate(p);
     work_clock work;
-    return search_from(p, incumbent, count_work ? deadline::after(std::max(0.0, seconds), work) : deadline::after(std::max(0.0, seconds)));
+    return search_from(p, incumbent, deadline::after(std::max(0.0, seconds), count_work ? &work : nullptr));
   }
 
   [[nodiscard]] buffer_placement search_from(const buffer_problem& p, const buffer_placement& incumbent,

@@ -241,7 +241,7 @@ class occupancy_index {
       if (l & 1) { add(cover_, l, start, end); add(any_, l, start, end); ++l; }
       if (r & 1) { --r; add(cover_, r, start, end); add(any_, r, start, end); }
     }
-    work_ += 64;  // (about: two paths of set updates; deterministic mode's work clock)
+    work_ += 192;  // (about: two paths of set updates; deterministic mode's work clock)
   }
 
   // Work done since the last call, in work_clock units (about one range looked at each): what a pass
@@ -284,7 +284,7 @@ class occupancy_index {
         if (b == open || (b > pos && b - pos >= size)) next_.push_back({a, b});
       };
       const range* it = first;  // windows are sorted and disjoint: the cursor only moves forward
-      work_ += 8 + static_cast<std::int64_t>(windows_.size());
+      work_ += 48 + static_cast<std::int64_t>(windows_.size());  // the set's sort and gallop, its windows
       for (const auto& [a, b] : windows_) {
         it = first_ending_after(it, last, a);  // the ranges overlapping [a, b) start here
         std::int64_t cur = a;
