@@ -1,12 +1,16 @@
-// Offloading proven by execution: the MLP, CNN and transformer train under offload plans (and
-// combined offload + recompute plans) at several budgets below the no-offload arena; the executor
+// Offloading proven by execution: the MLP, CNN and transformer (and the MLP and CNN with in-place
+// activations, whose offloaded values include the last versions of in-place chains) train under
+// offload plans (and combined offload + recompute plans) at several budgets below the no-offload
+// arena; the executor
 // copies each offloaded value to a host buffer, poisons its device bytes, and copies it back at the
 // prefetch. Every loss, weight and optimizer state is bitwise equal to eager training, and the
 // arena's high-water equals the plan's arena, within the budget.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <iterator>
 
+#include <memplan/ad/inplace.hpp>
 #include <memplan/ad/run_plan.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/registry/offloaders.hpp>
@@ -19,7 +23,16 @@ using namespace memplan;
 TEST_CASE("offloading: MLP, CNN and transformer train under offload plans bitwise equal to eager, within every budget met") {
   const auto sched = schedule::default_scheduler{.time_limit_s = -1, .max_iterations = 5000};
   const adplanned::case_model mlp{"mlp", ad::models::mlp({.batch = 64, .in = 2, .hidden = 64, .layers = 4, .classes = 2}, ad::adam{0.01f}), 0};
-  for (const auto& c : {mlp, adplanned::small_cnn(), adplanned::small_transformer()}) {
+  // The same MLP and CNN with their activations written in place of their inputs (ad/inplace.hpp): an
+  // activation's storage then holds two versions, and the offloaders move the last one after the
+  // in-place write (offload/model.hpp).
+  auto inplace = [](adplanned::case_model c) {
+    c.name += " (in-place activations)";
+    c.m.step = ad::inplace_activations(c.m.step);
+    return c;
+  };
+  int inplace_moved = 0;  // plans that offload an in-place write's result
+  for (const auto& c : {mlp, adplanned::small_cnn(), adplanned::small_transformer(), inplace(mlp), inplace(adplanned::small_cnn())}) {
     const auto prob = ad::make_problem(c.m.step);
     plan_context ctx;
     ctx.alignment = ad::plan_alignment;
@@ -53,10 +66,15 @@ TEST_CASE("offloading: MLP, CNN and transformer train under offload plans bitwis
         adplanned::check_with_choices(c, prob, mp, 6, 17);  // bitwise = eager; high-water == arena
         ++plans;
         offloading += mp.stats.transfer_bytes > 0;
+        inplace_moved += std::any_of(mp.steps.begin(), mp.steps.end(), [&](const step& s) {
+          return s.kind == step_kind::offload && prob.inplace_of(s.tensor()) != no_id;
+        });
       }
     }
     MESSAGE(c.name << ": no-offload arena " << a0 << " B; " << plans << " plans trained, " << offloading
                    << " of them offloading, all bitwise equal to eager");
     CHECK(offloading > 0);
   }
+  MESSAGE(inplace_moved << " plans offload the result of an in-place write");
+  CHECK(inplace_moved > 0);
 }

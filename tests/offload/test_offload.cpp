@@ -556,7 +556,10 @@ TEST_CASE("a host limit is held while choosing: every offloader's choice within 
 }
 
 TEST_CASE("offloaders under a time limit of 0: dynprog falls back to GREEDY's choice, vdnn and brute_force stop early, and say so") {
-  const auto [p, tl, half] = halfway(5);
+  // A chain with at most brute_force's 16 candidates (in-place chains' last versions count since stop 61).
+  std::uint64_t seed = 5;
+  while (offload::make_model(halfway(seed).p, halfway(seed).tl, {.bandwidth = 6.0}).candidates.size() > 16) ++seed;
+  const auto [p, tl, half] = halfway(seed);
   auto c = half;
   const auto untimed = c;
   c.time_limit_s = 0.0;
@@ -749,4 +752,57 @@ TEST_CASE("offload::build writes each prefetch as late as the times allow: the s
   }
   MESSAGE(moved << " of " << prefetches << " prefetches start later than the simulation's early times");
   CHECK(moved > prefetches / 4);
+}
+
+TEST_CASE("an in-place chain's last version is an offload candidate: moved after its last write, verified, and the only way under the budget") {
+  // f: x -> a; r: a -> a2 written in place of a (relu_); g: a2 -> b; h: b -> c; m: c -> d; k: (d, a2) -> y.
+  // a's storage is idle between g and k, where c and d make the peak. Until stop 61 a storage written
+  // twice was no candidate, and nothing could be offloaded.
+  graph::dataflow_graph g("inplace_gap");
+  const auto x = g.add_tensor("x", 8, tensor_kind::input);
+  const auto a = g.add_tensor("a", 96);
+  const auto a2 = g.add_tensor("a2", 96);
+  g.set_inplace_of(a2, a);
+  const auto b = g.add_tensor("b", 96);
+  const auto c = g.add_tensor("c", 96);
+  const auto d = g.add_tensor("d", 96);
+  const auto y = g.add_tensor("y", 8, tensor_kind::output);
+  const graph::op_attributes one{.type = "op", .phase = op_phase::forward, .cost = 1.0};
+  g.add_op("f", {x}, {a}, one);
+  g.add_op("r", {a}, {a2}, one);
+  g.add_op("g", {a2}, {b}, one);
+  g.add_op("h", {b}, {c}, one);
+  g.add_op("m", {c}, {d}, one);
+  g.add_op("k", {d, a2}, {y}, {.type = "op", .phase = op_phase::backward, .cost = 1.0});
+  const auto p = make_problem(g);
+  const tensor_id ta{a.index}, ta2{a2.index};
+  REQUIRE(p.tensor_name(ta2) == "a2");
+  const auto tl = given_timeline(p);
+  const auto m = offload::make_model(p, tl, {.bandwidth = 96.0});  // a copy takes one op's time
+  REQUIRE(m.candidates.size() == 1);
+  const auto& cand = m.candidates[0];
+  CHECK(cand.storage == p.storage_of(ta));
+  CHECK(cand.tensor == ta2);  // the version the later readers read
+  CHECK(cand.rewritten);
+  CHECK(cand.produced == 1);  // r's tick: the copy starts after the in-place write
+  CHECK(cand.before == 2);
+  CHECK(cand.after == 5);
+  const auto least = offload::least_peak(m);
+  CHECK(least < tl.peak);
+  for (const auto& o : {std::string("greedy"), std::string("refined"), std::string("vdnn")}) {
+    CAPTURE(o);
+    const auto ctx = timed_ctx(96.0, least);
+    const auto mp = o == "greedy" ? offload_plan(p, offload::greedy{}, ctx) : o == "refined" ? offload_plan(p, offload::refined{}, ctx) : offload_plan(p, offload::vdnn{}, ctx);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= least);
+    std::vector<tensor_id> moved;
+    for (const auto& s : mp.steps)
+      if (s.kind == step_kind::offload) moved.push_back(s.tensor());
+    CHECK(moved == std::vector<tensor_id>{ta2});
+  }
+  // Offloading the first version instead, before the in-place write, is refused by verify.
+  auto mp = offload_plan(p, offload::greedy{}, timed_ctx(96.0, least));
+  for (auto& s : mp.steps)
+    if (s.kind == step_kind::offload || s.kind == step_kind::prefetch) s.id = ta;
+  CHECK_FALSE(verify(p, mp));
 }
