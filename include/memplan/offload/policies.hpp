@@ -118,7 +118,8 @@ inline choice greedy_choice(chooser& ch, std::int64_t target, const deadline& cl
   std::vector<std::int32_t> once;
   for (auto i : all)
     if (!m.candidates[static_cast<std::size_t>(i)].rewritten) once.push_back(i);
-  // (Each family's first prefix runs whatever the clock says: one simulation.)
+  // A clock that runs out stops a family after the prefix it is simulating (none fitted: nothing
+  // found); each family's first prefix runs whatever the clock says (one simulation).
   if (prefixes(all) && once.size() < all.size() && !once.empty()) prefixes(once);
   return ch.best();
 }
