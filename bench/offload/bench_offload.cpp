@@ -77,13 +77,13 @@ void figure4(const std::string& file, const options& o) {
     plan_context c;
     c.timing = timing;
     c.memory_target = target;
-    c.deterministic = true;  // refined's local search runs its rounds, whatever the machine's speed
+    c.deterministic = true;  // refined's local search runs its rounds, whatever the machine's speed (no work limit below)
     const auto lb = offload::makespan_lower_bound(m, target);
     double ms[columns];
     const auto t0 = clock_type::now();
     ms[0] = offload::greedy{}.run(p, tl, c).makespan;
     ms[1] = offload::vdnn{}.run(p, tl, c).makespan;
-    const auto rf = offload::refined{}.run(p, tl, c);
+    const auto rf = offload::refined{.time_limit_s = -1.0}.run(p, tl, c);
     ms[2] = rf.makespan;
     ms[3] = offload::dynprog{}.run(p, tl, c).makespan;
     ms[4] = std::min({ms[0], ms[1], ms[2]});

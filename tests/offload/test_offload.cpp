@@ -749,6 +749,40 @@ TEST_CASE("offload::refined takes every improving flip that still improves in on
   CHECK(several > 0);
 }
 
+TEST_CASE("offload::refined in deterministic mode stops on a work clock: the same plan every run, less search under a smaller limit") {
+  const auto simulated = [](const timeline& t) {  // "refined: offloads k of n values (S schedules simulated ..."
+    const auto& note = t.stages.back().note;
+    const auto at = note.find(" schedules simulated");
+    REQUIRE(at != std::string::npos);
+    auto from = note.rfind('(', at);
+    return std::stol(note.substr(from + 1, at - from - 1));
+  };
+  int cut = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 28 + seed % 5), "chain" + std::to_string(seed)));
+    const auto tl = given_timeline(p);
+    const auto m = offload::make_model(p, tl, {.bandwidth = 3.0});
+    plan_context c;
+    c.timing.bandwidth = 3.0;
+    c.memory_target = offload::least_peak(m) + (m.peak - offload::least_peak(m)) / 2;
+    c.deterministic = true;
+    c.time_limit_s = 0.0;  // ignored in deterministic mode
+    CAPTURE(seed);
+    const auto a = offload::refined{}.run(p, tl, c), b = offload::refined{}.run(p, tl, c);
+    CHECK(a.steps == b.steps);
+    CHECK(a.stages.back().note == b.stages.back().note);
+    const auto rounds_only = offload::refined{.time_limit_s = -1.0}.run(p, tl, c);
+    const auto tiny = offload::refined{.time_limit_s = 1e-6}.run(p, tl, c);  // 2,000 units of work
+    CHECK(tiny.peak <= c.memory_target);
+    CHECK(simulated(tiny) <= simulated(rounds_only));
+    CHECK(tiny.makespan >= rounds_only.makespan - 1e-12);
+    cut += simulated(tiny) < simulated(rounds_only);
+    // The default 2 s of work is far more than these chains need: the rounds stop first.
+    CHECK(simulated(a) == simulated(rounds_only));
+  }
+  CHECK(cut > 0);
+}
+
 TEST_CASE("offload::build writes each prefetch as late as the times allow: the same makespan and host peak, each ends at its reader's start or the next copy's") {
   // Fast links (copies of 0.2-8 s: 8-160 B at 20-50 B/s, against ops of 1-20 s) leave the copy engine idle between copies, so
   // the simulation's early prefetches have room to move. Each written prefetch must end exactly when

@@ -12,7 +12,8 @@
 //   offload::brute_force  every subset of the candidates (small graphs only): the least makespan;
 //                         the exact optimum of the no-wait ordered schedules the builder makes
 //   offload::refined      greedy, then local search: drop, add or swap one value while the makespan
-//                         improves (memplan's own), within a time limit (2 s; rounds in deterministic mode)
+//                         improves (memplan's own), within a time limit (2 s; on a work clock in
+//                         deterministic mode)
 //   offload::dynprog      Alg. 1 (offload/dynprog.hpp)
 //   offload::combined     keep / offload / recompute (offload/combined.hpp)
 //   offload::default_offloader  the best of greedy, dynprog, vdnn and refined (default_offloader.hpp)
@@ -55,6 +56,7 @@ class chooser {
   double consider(const std::vector<std::int32_t>& chosen) {
     ++evaluated_;
     const auto r = simulate(p_, tl_, m_, chosen, target_);
+    if (work_) work_->charge(r.work);
     // A choice above the host limit does not fit (the limit was only checked on the final choice
     // until stop 54: a policy could pick one above it while another choice fitted).
     if (!r.feasible || (hold_host_limit && m_.timing.host_limit >= 0 && r.host_peak > m_.timing.host_limit))
@@ -70,7 +72,14 @@ class chooser {
   [[nodiscard]] std::int64_t evaluated() const noexcept { return evaluated_; }
   [[nodiscard]] const tick_model& model() const noexcept { return m_; }
   // A chooser of its own over the same inputs (a choice computed aside), and its simulations counted here.
-  [[nodiscard]] chooser sibling() const { return chooser(p_, tl_, m_, target_); }
+  [[nodiscard]] chooser sibling() const {
+    chooser c(p_, tl_, m_, target_);
+    c.work_ = work_;
+    return c;
+  }
+  // Each simulation's work is charged to this deadline (a work clock's, in deterministic mode: the
+  // search's time is then its simulations' work; on the steady clock charging does nothing).
+  void charge_to(const deadline& d) noexcept { work_ = &d; }
   void count_simulations(std::int64_t n) noexcept { evaluated_ += n; }
   // What the policy adds to its stage note (run_offloader appends it), e.g. that its clock stopped it.
   std::string remark;
@@ -85,6 +94,7 @@ class chooser {
   choice best_;
   std::int64_t best_moved_ = std::numeric_limits<std::int64_t>::max();
   std::int64_t evaluated_ = 0;
+  const deadline* work_ = nullptr;
 };
 
 inline std::vector<std::int32_t> first_k(std::int32_t k) {
@@ -323,7 +333,11 @@ struct brute_force {
 struct refined {
   static constexpr stage_kind kind = stage_kind::offloader;
   std::int32_t max_rounds = 64;
-  double time_limit_s = 2.0;  // for the local search (the context's time limit overrides it; none in deterministic mode)
+  // For the whole search (the context's time limit overrides it). In deterministic mode this limit on
+  // a work clock instead, charged by each simulation's work (build_result::work; the context's limit
+  // is ignored): the search stops at the same work on any machine, near where the clock would stop
+  // it here. < 0: none (the rounds alone stop it).
+  double time_limit_s = 2.0;
   // A round (one move, the best of up to a few thousand simulations) that shortens the makespan by
   // less than this fraction ends the search. On the batch-32 exports at 0.6x and 0.45x of their peak
   // the rounds after the first few gained under 0.004 % each, and the search ran them to its 2 s
@@ -334,8 +348,10 @@ struct refined {
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     const auto rounds = max_rounds;
     const auto gain = min_round_gain;
-    const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
+    work_clock work;
+    const auto clock = ctx.deterministic ? deadline::after(time_limit_s, &work) : deadline::after(ctx.time_limit_or(time_limit_s));
     return detail::run_offloader(p, std::move(tl), ctx, name(), [rounds, gain, &clock](detail::chooser& ch, std::int64_t target) {
+      ch.charge_to(clock);
       const auto g = detail::greedy_choice(ch, target, clock);
       if (g.found()) return detail::refine_choice(ch, g.chosen, rounds, clock, gain);
       // No prefix fits within the host limit: start from the one that meets the memory target alone
