@@ -196,6 +196,46 @@ double single_tick_bound(const offload::tick_model& m, std::int64_t target) {
   }
   return lb;
 }
+
+// The three forms of the bound on random chains against the brute-force optimum: Prop. 3's form <=
+// the one-tick form <= makespan_lower_bound (pairs) <= the optimum on every instance (checked here),
+// and how often each step is strict or the bound exact. Chain seed s has base + s % mod layers and
+// bandwidth bw0 + (s % bw_mod) * bw_step.
+struct bound_counts {
+  int cases = 0, above_prop3 = 0, above_one_tick = 0, exact = 0, one_tick_exact = 0, prop3_exact = 0;
+};
+bound_counts bound_forms_on_random_chains(std::uint64_t seeds, std::size_t base, std::size_t mod, double bw0, double bw_step, std::uint64_t bw_mod,
+                                          const std::vector<double>& fractions) {
+  bound_counts n;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, base + seed % mod), "chain" + std::to_string(seed)));
+    const auto t0 = given_timeline(p);
+    const double bw = bw0 + static_cast<double>(seed % bw_mod) * bw_step;
+    const auto mm = offload::make_model(p, t0, {.bandwidth = bw});
+    const auto peak = t0.peak, least = offload::least_peak(mm);
+    for (double f : fractions) {
+      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
+      CAPTURE(seed);
+      CAPTURE(budget);
+      plan_context c;
+      c.timing.bandwidth = bw;
+      c.memory_target = budget;
+      const auto opt = offload::brute_force{}.run(p, t0, c);
+      REQUIRE(opt.peak <= budget);
+      const auto pair = offload::makespan_lower_bound(mm, budget), one = single_tick_bound(mm, budget), old = prop3_bound(mm, budget);
+      CHECK(pair <= opt.makespan + 1e-9);
+      CHECK(pair >= one - 1e-9);
+      CHECK(one >= old - 1e-9);
+      ++n.cases;
+      n.above_prop3 += pair > old + 1e-9;
+      n.above_one_tick += pair > one + 1e-9;
+      n.exact += pair >= opt.makespan - 1e-9;
+      n.one_tick_exact += one >= opt.makespan - 1e-9;
+      n.prop3_exact += old >= opt.makespan - 1e-9;
+    }
+  }
+  return n;
+}
 }  // namespace
 
 TEST_CASE("offload::makespan_lower_bound charges the copies no compute hides: valid against brute force, tighter than Prop. 3's form") {
@@ -222,69 +262,19 @@ TEST_CASE("offload::makespan_lower_bound charges the copies no compute hides: va
   const auto best = offload::brute_force{}.run(chain, tl, tc);
   CHECK(best.peak <= target);
   CHECK(best.makespan >= lb - 1e-12);
-  // Random chains at four targets each: never above the brute-force optimum, never below Prop. 3's form.
-  int cases = 0, tighter = 0, exact = 0, old_exact = 0;
-  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 4 + seed % 5), "chain" + std::to_string(seed)));
-    const auto t0 = given_timeline(p);
-    const double bw = 4.0 + static_cast<double>(seed % 3) * 6.0;
-    const auto mm = offload::make_model(p, t0, {.bandwidth = bw});
-    const auto peak = t0.peak, least = offload::least_peak(mm);
-    for (double f : {0.0, 0.3, 0.6, 0.9}) {
-      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
-      CAPTURE(seed);
-      CAPTURE(budget);
-      plan_context c;
-      c.timing.bandwidth = bw;
-      c.memory_target = budget;
-      const auto opt = offload::brute_force{}.run(p, t0, c);
-      REQUIRE(opt.peak <= budget);
-      const auto b = offload::makespan_lower_bound(mm, budget);
-      const auto old = prop3_bound(mm, budget);
-      CHECK(b <= opt.makespan + 1e-9);
-      CHECK(b >= old - 1e-9);
-      ++cases;
-      tighter += b > old + 1e-9;
-      exact += b >= opt.makespan - 1e-9;
-      old_exact += old >= opt.makespan - 1e-9;
-    }
-  }
-  MESSAGE(cases << " chain instances: the bound is above Prop. 3's form on " << tighter << ", equal to the optimum on " << exact
-                 << " (Prop. 3's form: " << old_exact << ")");
-  CHECK(tighter > 0);
+  // Random chains at four targets each.
+  const auto n = bound_forms_on_random_chains(12, 4, 5, 4.0, 6.0, 3, {0.0, 0.3, 0.6, 0.9});
+  MESSAGE(n.cases << " chain instances: the bound is above Prop. 3's form on " << n.above_prop3 << ", equal to the optimum on " << n.exact
+                   << " (Prop. 3's form: " << n.prop3_exact << ")");
+  CHECK(n.above_prop3 > 0);
 }
 
 TEST_CASE("offload::makespan_lower_bound over pairs of ticks: valid against brute force, above the one-tick form on some chains") {
-  // Random chains (8-byte multiples, 1-10 s forward and 1-20 s backward ops) at five targets each:
-  // never above the brute-force optimum, never below the one-tick form.
-  int cases = 0, tighter = 0, exact = 0, one_exact = 0;
-  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 3 + seed % 6), "chain" + std::to_string(seed)));
-    const auto t0 = given_timeline(p);
-    const double b = 2.0 + static_cast<double>(seed % 5) * 3.0;
-    const auto mm = offload::make_model(p, t0, {.bandwidth = b});
-    const auto peak = t0.peak, least = offload::least_peak(mm);
-    for (double f : {0.0, 0.2, 0.4, 0.6, 0.8}) {
-      const auto budget = least + static_cast<std::int64_t>(f * static_cast<double>(peak - least));
-      CAPTURE(seed);
-      CAPTURE(budget);
-      plan_context c;
-      c.timing.bandwidth = b;
-      c.memory_target = budget;
-      const auto opt = offload::brute_force{}.run(p, t0, c);
-      REQUIRE(opt.peak <= budget);
-      const auto pair = offload::makespan_lower_bound(mm, budget), single = single_tick_bound(mm, budget);
-      CHECK(pair <= opt.makespan + 1e-9);
-      CHECK(pair >= single - 1e-9);
-      ++cases;
-      tighter += pair > single + 1e-9;
-      exact += pair >= opt.makespan - 1e-9;
-      one_exact += single >= opt.makespan - 1e-9;
-    }
-  }
-  MESSAGE(cases << " chain instances: the pair bound is above the one-tick form on " << tighter << ", equal to the optimum on " << exact
-                 << " (the one-tick form: " << one_exact << ")");
-  CHECK(tighter > 0);
+  // Random chains (8-byte multiples, 1-10 s forward and 1-20 s backward ops) at five targets each.
+  const auto n = bound_forms_on_random_chains(60, 3, 6, 2.0, 3.0, 5, {0.0, 0.2, 0.4, 0.6, 0.8});
+  MESSAGE(n.cases << " chain instances: the pair bound is above the one-tick form on " << n.above_one_tick << ", equal to the optimum on "
+                   << n.exact << " (the one-tick form: " << n.one_tick_exact << ")");
+  CHECK(n.above_one_tick > 0);
 }
 
 TEST_CASE("Beaumont Fig. 3 (2-partition): makespan 2 exactly when the values split in two halves") {
