@@ -160,9 +160,10 @@ TEST_CASE("offload policies on random chains: verified, within the budget, above
 }
 
 namespace {
-// Beaumont et al.'s Prop. 3 in the form memplan used before stop 30, for comparison: for each tick k
-// over the target, prefix(first producer + 1) + 2 D_k / B + seconds from the latest use after the gaps.
-double prop3_bound(const offload::tick_model& m, std::int64_t target) {
+// An older per-tick form of the bound, for comparison: the max over ticks k over the target of
+// term(k, D_k / B, first producer, last reader) among the candidates that could be absent at k.
+template <class Term>
+double per_tick_bound(const offload::tick_model& m, std::int64_t target, Term term) {
   double lb = m.compute_time;
   for (std::int32_t k = 0; k < m.ticks(); ++k) {
     const auto d = offload::excess_at(m, k, target);
@@ -173,28 +174,25 @@ double prop3_bound(const offload::tick_model& m, std::int64_t target) {
         first = std::min(first, c.produced);
         last = std::max(last, c.after);
       }
-    lb = std::max(lb, m.between(0, first + 1) + 2.0 * static_cast<double>(d) / m.timing.bandwidth + m.between(last, m.ticks()));
+    lb = std::max(lb, term(k, static_cast<double>(d) / m.timing.bandwidth, first, last));
   }
   return lb;
 }
 
+// Beaumont et al.'s Prop. 3 in the form memplan used before stop 30: for each tick k over the target,
+// prefix(first producer + 1) + 2 D_k / B + seconds from the latest use after the gaps.
+double prop3_bound(const offload::tick_model& m, std::int64_t target) {
+  return per_tick_bound(m, target, [&m](std::int32_t, double moved, std::int32_t first, std::int32_t last) {
+    return m.between(0, first + 1) + 2.0 * moved + m.between(last, m.ticks());
+  });
+}
+
 // Stop 30's form: one tick at a time (the pair a = b of makespan_lower_bound).
 double single_tick_bound(const offload::tick_model& m, std::int64_t target) {
-  double lb = m.compute_time;
-  for (std::int32_t k = 0; k < m.ticks(); ++k) {
-    const auto d = offload::excess_at(m, k, target);
-    if (d == 0) continue;
-    std::int32_t first = m.ticks(), last = -1;
-    for (const auto& c : m.candidates)
-      if (c.before < k && k < c.after) {
-        first = std::min(first, c.produced);
-        last = std::max(last, c.after);
-      }
-    const double moved = static_cast<double>(d) / m.timing.bandwidth;
+  return per_tick_bound(m, target, [&m](std::int32_t k, double moved, std::int32_t first, std::int32_t last) {
     const double start = std::max(m.between(0, k), m.between(0, first + 1) + moved);
-    lb = std::max(lb, start + m.seconds[static_cast<std::size_t>(k)] + std::max(m.between(k + 1, m.ticks()), moved + m.between(last, m.ticks())));
-  }
-  return lb;
+    return start + m.seconds[static_cast<std::size_t>(k)] + std::max(m.between(k + 1, m.ticks()), moved + m.between(last, m.ticks()));
+  });
 }
 
 // The three forms of the bound on random chains against the brute-force optimum: Prop. 3's form <=
