@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <memplan/base/error.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/place/best_fit.hpp>
 #include <memplan/core/buffer.hpp>
@@ -327,9 +328,20 @@ struct default_placer {
       // for the order search below (the search closes small gaps, seldom large ones on big sets).
       const bool far = minimising && static_cast<double>(best.arena - bound) > order_search_gap * static_cast<double>(bound);
       const auto exact_until = far ? search_until.slice((1 - order_search_share) * search_until.seconds_left()) : search_until;
-      auto pl = exact{.node_limit = node_limit, .accept = accept, .minimise_to_accept = minimise_to_accept, .progress = progress}
-                    .search_from(p, best, exact_until);
+      // On the problem without its capacity, stopping at the same level: on p itself exact enforces the
+      // capacity when it returns, so a search that found nothing under it threw before the passes
+      // below could (idealloc's pangu set, 18,692 buffers, the search skipped for its size, at a
+      // capacity of 5,560,000,000: "infeasible" with greedy_by_breadth's 5,572,042,815, where pyramid
+      // places 5,551,071,295). What the capacity rules out is then decided once, by finish().
+      auto pl = exact{.node_limit = node_limit, .accept = level > 0 ? level : accept, .minimise_to_accept = minimise_to_accept,
+                      .progress = progress}
+                    .search_from(relaxed, best, exact_until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
+      if (capacity_given && pl.lower_bound > p.capacity)  // proven out of reach: no other pass can fit it either
+        throw error(errc::infeasible, "placer " + name() + ": no placement fits the capacity " + std::to_string(p.capacity) +
+                                          ": proven lower bound " + std::to_string(pl.lower_bound) + " (best arena reached " +
+                                          std::to_string(std::min(best.arena, pl.arena)) +
+                                          (pl.lower_bound > bound ? "; exact: " + pl.note : std::string()) + ")");
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
     // Whatever time is left (the search gave up early or was skipped): the remaining heuristics, cheap
