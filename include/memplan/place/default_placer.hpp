@@ -338,10 +338,8 @@ struct default_placer {
                     .search_from(relaxed, best, exact_until);
       tried += ", exact=" + std::to_string(pl.arena) + " (" + pl.note + ")";
       if (capacity_given && pl.lower_bound > p.capacity)  // proven out of reach: no other pass can fit it either
-        throw error(errc::infeasible, "placer " + name() + ": no placement fits the capacity " + std::to_string(p.capacity) +
-                                          ": proven lower bound " + std::to_string(pl.lower_bound) + " (best arena reached " +
-                                          std::to_string(std::min(best.arena, pl.arena)) +
-                                          (pl.lower_bound > bound ? "; exact: " + pl.note : std::string()) + ")");
+        throw detail::capacity_refuted(name(), p.capacity, pl.lower_bound, std::min(best.arena, pl.arena),
+                                       pl.lower_bound > bound ? "exact: " + pl.note : std::string());
       if (pl.arena < best.arena || pl.optimal) best = std::move(pl);  // exact's proven bound comes along
     }
     // Whatever time is left (the search gave up early or was skipped): the remaining heuristics, cheap

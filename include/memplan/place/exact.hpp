@@ -271,9 +271,7 @@ struct exact {
               std::to_string(best_arena - proven) + " bytes)";
     if (!bound_how.empty()) note += "; bound by " + bound_how;
     if (best_arena > p.capacity && proven > p.capacity)
-      throw error(errc::infeasible, "placer exact: no placement fits the capacity " + std::to_string(p.capacity) +
-                                        ": proven lower bound " + std::to_string(proven) + " (best arena reached " +
-                                        std::to_string(best_arena) + ")");
+      throw detail::capacity_refuted(name(), p.capacity, proven, best_arena);
     return detail::finish(p, std::move(best), name(), note, proven, best_arena == proven);
   }
 };

@@ -62,6 +62,15 @@ inline buffer_problem without_capacity(const buffer_problem& p) {
   return q;
 }
 
+// The error of a capacity proven out of reach (a search refuted it), shared by exact and the default
+// placer; `detail` adds what proved it, when that is more than max load.
+inline error capacity_refuted(const std::string& placer, std::int64_t capacity, std::int64_t proven, std::int64_t best_arena,
+                              const std::string& detail = {}) {
+  return error(errc::infeasible, "placer " + placer + ": no placement fits the capacity " + std::to_string(capacity) +
+                                     ": proven lower bound " + std::to_string(proven) + " (best arena reached " +
+                                     std::to_string(best_arena) + (detail.empty() ? "" : "; " + detail) + ")");
+}
+
 // Every policy returns through here: arena and bound filled in, capacity enforced with a clear error,
 // and the independent referee check() run; an unchecked placement never leaves a policy.
 inline buffer_placement finish(const buffer_problem& p, std::vector<std::int64_t> offsets, std::string placer,
