@@ -54,6 +54,7 @@ constexpr const char* version_text = "memplan 0.1.0";
 int exit_code(errc c) {
   switch (c) {
     case errc::invalid_plan:
+    case errc::not_better:
     case errc::infeasible: return 1;
     case errc::parse_error:
     case errc::invalid_graph:
@@ -112,10 +113,11 @@ int run_plan(const plan_args& a) {
   if (!a.device_flops.empty()) ctx.timing.device_flops = parse_rate(a.device_flops, "--device-flops");
   if (!a.host_limit.empty()) ctx.timing.host_limit = parse_bytes(a.host_limit, "--host-limit");
   const auto t0 = std::chrono::steady_clock::now();
-  auto make_plan = [&](const problem& q, const deadline& until) {
+  auto make_plan = [&](const problem& q, const deadline& until, const plan_to_beat& to_beat = {}) {
     auto c = ctx;
     c.cache = nullptr;  // each rewrite its own analyses
     c.stop = until;     // the variant group search's plans end by its deadline
+    c.to_beat = to_beat;  // and a plan that would only rerun its budget loop to lose stops early
     c.cut_bound = false;  // certified below, for the kept plan only
     return a.offloader.empty() ? memplan::plan(q, sched | ckpt | placer, c)
                                : memplan::plan(q, sched | ckpt | offloaders().make(a.offloader) | placer, c);

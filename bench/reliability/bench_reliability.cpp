@@ -209,10 +209,11 @@ void run_variants(double limit, int max_graphs) {
       ctx.budget = static_cast<std::int64_t>(fraction * static_cast<double>(given_peak));
       int calls = 0;
       double first = -1, whole_sets_end = 0;
-      auto make_plan = [&](const problem& q, const deadline& until) {
+      auto make_plan = [&](const problem& q, const deadline& until, const plan_to_beat& to_beat) {
         if (first < 0) first = now_s();
         auto c = ctx;
         c.stop = until;
+        c.to_beat = to_beat;
         auto mp = memplan::plan(q, schedule::default_scheduler{} | remat::default_checkpointer{} | place::default_placer{}, c);
         if (++calls == 2) whole_sets_end = now_s();
         return mp;

@@ -200,8 +200,10 @@ int main(int argc, char** argv) try {
         const auto t0 = clock_type::now();
         try {
           const auto vp = plan_choosing_variants(
-              g, [&](const problem& q, const deadline& until) {  // as `memplan plan`: the search's plans end by its deadline
-                return plan(q, sched | remat::default_checkpointer{} | place::default_placer{}, {.budget = budget, .stop = until});
+              g, [&](const problem& q, const deadline& until, const plan_to_beat& to_beat) {
+                // As `memplan plan`: the search's plans end by its deadline, with the best plan so far to beat.
+                return plan(q, sched | remat::default_checkpointer{} | place::default_placer{},
+                            {.budget = budget, .to_beat = to_beat, .stop = until});
               });
           const auto& p = vp.variants.rewritten;
           const auto& mp = vp.plan;

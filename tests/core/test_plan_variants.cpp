@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include <memplan/core/variants.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/place/default_placer.hpp>
+#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/remat/greedy.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
@@ -169,7 +171,7 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
       try {
         const auto o = make(*other);
         ++both;
-        CHECK_FALSE(detail::better_variant_plan(*other, o, r.variants.rewritten, r.plan));
+        CHECK_FALSE(better_plan(*other, o, r.variants.rewritten, r.plan));
       } catch (const error& e) {
         CHECK(e.code() == errc::infeasible);
       }
@@ -190,6 +192,78 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
   CHECK(both > 6);
   CHECK(mixed > 0);
   CHECK(unsearched > 0);
+}
+
+namespace {
+// greedy_by_size, `pad` bytes higher: every placement overshoots a budget set at the peak, so plan()'s
+// budget loop runs (or, with a plan to beat, is cut short).
+struct padded_greedy_by_size {
+  std::int64_t pad = 0;
+  [[nodiscard]] std::string name() const { return "padded greedy_by_size"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
+    auto pl = place::greedy_by_size{}.place(bp);
+    for (auto& o : pl.offsets) o += pad;
+    pl.arena += pad;
+    return pl;
+  }
+};
+}  // namespace
+
+TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan so far to beat") {
+  int graphs = 0, given_one = 0, cut = 0;
+  for (std::uint64_t seed = 1; seed <= 160; ++seed) {
+    const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
+    if (choose_variants(p).taken == choose_variants(p, variant_rule::no_peak_higher).taken) continue;
+    INFO("seed " << seed);
+    ++graphs;
+    const auto peak = plan(p, schedule::default_scheduler{} | place::default_placer{}).stats.peak;
+    for (const int tenths : {9, 7, -9}) {  // -9: 0.9x, with every placement padded by 5 % of the peak
+      plan_context ctx;
+      ctx.budget = peak * std::abs(tenths) / 10;
+      const padded_greedy_by_size padded{tenths < 0 ? peak / 20 : 0};
+      ctx.deterministic = true;
+      std::vector<plan_to_beat> given;  // per make_plan call
+      std::vector<double> costs;        // the plan's total step cost, or -1 where it threw
+      auto make = [&](const problem& q, const deadline&, const plan_to_beat& to_beat) {
+        given.push_back(to_beat);
+        costs.push_back(-1.0);
+        auto c = ctx;
+        c.to_beat = to_beat;
+        auto mp = padded.pad > 0 ? plan(q, schedule::default_scheduler{} | remat::greedy{} | padded, c)
+                                 : plan(q, schedule::default_scheduler{} | remat::greedy{} | place::default_placer{}, c);
+        costs.back() = total_step_cost(q, mp);
+        return mp;
+      };
+      variant_plan r;
+      try {
+        r = plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 4});
+      } catch (const error& e) {
+        CHECK(e.code() == errc::infeasible);  // never not_better: the first plan has none to beat
+        continue;
+      }
+      CHECK(verify(r.variants.rewritten, r.plan).ok);
+      CHECK(r.plan.arena <= ctx.budget);
+      REQUIRE(given.size() >= 2);
+      CHECK(given[0].step_cost < 0);
+      // The plan to beat is the cheapest plan so far (untimed plans compare by step cost first).
+      for (std::size_t i = 1; i < given.size(); ++i) {
+        double best = -1.0;
+        for (std::size_t j = 0; j < i; ++j)
+          if (costs[j] >= 0 && (best < 0 || costs[j] < best)) best = costs[j];
+        CHECK(given[i].step_cost == best);
+        CHECK(given[i].makespan < 0);
+        given_one += best >= 0;
+      }
+      CHECK(total_step_cost(r.variants.rewritten, r.plan) == *std::min_element(costs.begin(), costs.end(), [](double a, double b) {
+        return (a >= 0 ? a : 1e300) < (b >= 0 ? b : 1e300);
+      }));
+      cut += r.note.find("not rerun to fit the budget") != std::string::npos;
+    }
+  }
+  MESSAGE(graphs << " graphs; " << given_one << " plans given one to beat; the second whole set cut short " << cut << " times");
+  CHECK(graphs > 5);
+  CHECK(given_one > 10);
+  CHECK(cut > 0);
 }
 
 TEST_CASE("plan_choosing_variants: the group search's plans get its deadline, and a plan past its stop is still verified") {

@@ -137,7 +137,7 @@ TEST_CASE("bundled SqueezeNet at half its peak: some concatenations' variants ta
   CHECK(verify(r.variants.rewritten, r.plan).ok);
   CHECK(r.note.find("groups taken") != std::string::npos);
   // Better than either whole set by plan_choosing_variants' rules (neither set alone beats it).
-  for (const auto* whole : {&p, &loose.rewritten}) CHECK(memplan::detail::better_variant_plan(r.variants.rewritten, r.plan, *whole, make(*whole)));
+  for (const auto* whole : {&p, &loose.rewritten}) CHECK(memplan::better_plan(r.variants.rewritten, r.plan, *whole, make(*whole)));
   // The plan names its variants; read against the graph file's problem it verifies.
   const auto back = io::parse_plan_with_variants(p, io::plan_to_json(r.variants.rewritten, r.plan, r.variants.taken).dump());
   CHECK(verify(back.graph, back.plan).ok);

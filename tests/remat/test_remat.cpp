@@ -706,6 +706,107 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
 }
 
 namespace {
+// `greedy`, except that a target strictly between `above` and `below` is aimed at `low` instead: a
+// reducer whose cost is not monotone in its target (the default checkpointer picks among its members'
+// plans, and a higher target can give a costlier plan: docs/recompute.md).
+struct lowballing_checkpointer {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  std::int64_t above = 0, below = 0, low = 0;
+  std::shared_ptr<std::vector<std::int64_t>> targets = std::make_shared<std::vector<std::int64_t>>();
+  [[nodiscard]] std::string name() const { return "lowballing greedy"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    targets->push_back(ctx.memory_target);
+    auto c = ctx;
+    if (ctx.memory_target > above && ctx.memory_target < below) c.memory_target = low;
+    return run_stage(remat::greedy{}, p, std::move(tl), c);
+  }
+};
+}  // namespace
+
+TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one aimed highest") {
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.6 * static_cast<double>(a0));
+  ctx.deterministic = true;
+  const padded_placer pad{a0 / 25};
+  // The first run (at the budget) overshoots by the pad and the first try (about the pad lower) fits;
+  // the bisection step above it is aimed much lower, so it fits too, at a higher cost.
+  const auto low = ctx.budget - 3 * pad.pad;
+  const lowballing_checkpointer ck{ctx.budget - 3 * pad.pad / 4, ctx.budget, low};
+  const auto mp = plan(p, schedule::given{} | ck | pad, ctx);
+  CHECK(verify(p, mp).ok);
+  CHECK(mp.arena <= ctx.budget);
+  const auto& t = *ck.targets;
+  REQUIRE(t.size() == 3);  // the budget, the try, one bisection step (deterministic, up from a try that fitted)
+  CHECK(t[1] <= ck.above);
+  CHECK(t[2] > ck.above);
+  CHECK(t[2] < ck.below);
+  // The lowballed step fitted and cost more: the try's plan is kept.
+  const auto lowballed = run_stage(pad, p, run_stage(remat::greedy{}, p, given_timeline(p), {.memory_target = low}), {});
+  REQUIRE(lowballed.arena <= ctx.budget);
+  CHECK(total_step_cost(p, mp) < total_step_cost(p, lowballed));
+  CHECK(better_plan(p, mp, p, lowballed));
+  const auto said = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
+  REQUIRE(said != mp.stats.notes.end());
+  CHECK(said->find("kept the plan aimed at " + std::to_string(t[1]) + " ") != std::string::npos);
+}
+
+TEST_CASE("plan() with a plan to beat: a first run that overshoots and already costs more than the margin above it is not rerun") {
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  const padded_placer pad{a0 / 25};
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.6 * static_cast<double>(a0));
+  ctx.deterministic = true;
+  // The first run's plan: greedy at the budget (it overshoots by the pad).
+  const auto first = run_stage(remat::greedy{}, p, given_timeline(p), {.memory_target = ctx.budget});
+  const double c1 = total_step_cost(p, first);
+  REQUIRE(c1 > 0);
+  const auto run = [&](const plan_context& c) {
+    const target_recorder rec;
+    try {
+      const auto mp = plan(p, schedule::given{} | rec | pad, c);
+      CHECK(verify(p, mp).ok);
+      CHECK(mp.arena <= c.arena_limit());
+      return std::make_pair(rec.targets->size(), std::string());
+    } catch (const error& e) {
+      CHECK(e.code() == errc::not_better);
+      return std::make_pair(rec.targets->size(), std::string(e.what()));
+    }
+  };
+  // 5 % costlier than the plan to beat: refused after the first run, and the error says why.
+  ctx.to_beat.step_cost = c1 / 1.05;
+  const auto [runs5, why5] = run(ctx);
+  CHECK(runs5 == 1);
+  CHECK(why5.find("not rerun to fit the budget of " + std::to_string(ctx.budget) + " bytes") != std::string::npos);
+  CHECK(why5.find("above the plan to beat's") != std::string::npos);
+  // 1 % costlier, within the default margin of 2.5 %: the budget loop runs and a plan comes back.
+  ctx.to_beat.step_cost = c1 / 1.01;
+  const auto [runs1, why1] = run(ctx);
+  CHECK(why1.empty());
+  CHECK(runs1 >= 2);
+  // ... unless the margin is 0.
+  ctx.to_beat_margin = 0.0;
+  CHECK(run(ctx).first == 1);
+  // A first run that fits is returned whatever it costs: the plan to beat only stops reruns.
+  plan_context roomy = ctx;
+  roomy.budget = 2 * a0;
+  roomy.to_beat.step_cost = c1 / 100;
+  const auto [runs_roomy, why_roomy] = run(roomy);
+  CHECK(why_roomy.empty());
+  CHECK(runs_roomy == 1);
+  // A timed plan to beat is compared by makespan only where the plan is timed: this one is not, so
+  // its step cost decides (none to beat here: a plan).
+  plan_context timed_only = ctx;
+  timed_only.to_beat = {.makespan = 1e-9, .step_cost = -1.0};
+  CHECK(run(timed_only).second.empty());
+  plan_context bad = ctx;
+  bad.to_beat_margin = -0.5;
+  CHECK_THROWS_AS((void)plan(p, schedule::given{} | remat::greedy{} | pad, bad), error);
+}
+
+namespace {
 // A placer that pads each placement by the next of `pads` (the last repeats) and takes `sleep_s`
 // per call, like a placement search that runs to its time limit.
 struct scripted_padded_placer {

@@ -16,6 +16,7 @@ enum class errc {
   parse_error,        // malformed JSON / CSV input
   io_error,           // file cannot be read or written
   runtime_error,      // executor / arena failures
+  not_better,         // a plan that cannot beat plan_context::to_beat (only where one is given)
 };
 
 inline const char* to_string(errc c) noexcept {
@@ -29,6 +30,7 @@ inline const char* to_string(errc c) noexcept {
     case errc::parse_error: return "parse error";
     case errc::io_error: return "I/O error";
     case errc::runtime_error: return "runtime error";
+    case errc::not_better: return "not better";
   }
   return "error";
 }

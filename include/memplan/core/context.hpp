@@ -65,6 +65,13 @@ enum class implementation_choice {
   no_slower,  // alternatives no slower than the op's own: the least workspace, then faster ones that fit the peak
 };
 
+// A plan that another must beat (plan_context::to_beat), by better_plan's measures
+// (core/implementations.hpp): its makespan where both plans are timed, else its total step cost.
+struct plan_to_beat {
+  double makespan = -1.0;   // seconds; < 0: not timed
+  double step_cost = -1.0;  // < 0: none to beat
+};
+
 struct plan_context {
   // ---- memory ----
   // Bytes the final arena must fit (`memplan plan --budget`). Checkpointers and offloaders work to
@@ -82,6 +89,16 @@ struct plan_context {
   // the placer without the limit to learn the overshoot (a checkpointer or offloader in the pipeline):
   // the placer improves the arena until the bound or the budget, not past the budget.
   std::int64_t arena_target = -1;
+
+  // A plan to beat (plan_choosing_variants sets it to its best plan so far for each plan after the
+  // first). When the placed arena overshoots the limit and the first run's plan is already worse than
+  // it by more than to_beat_margin, plan() does not rerun the checkpointer or offloader at lower
+  // targets and throws errc::not_better instead: those reruns recompute or offload more, and of the 11
+  // budget loops measured on the batch-32 exports (docs/recompute.md) none kept a plan more than 1.75 %
+  // cheaper than its first run's. Inception-v3 b32 at 0.5x of its arena: its second variant set's
+  // plan, 2.8 % costlier before its reruns, took 1.6 s of the 3.1 s.
+  plan_to_beat to_beat{};
+  double to_beat_margin = 0.025;  // a fraction of the plan to beat's makespan or step cost
 
   // ---- operator implementations (ops that list alternatives; MONeT §4) ----
   // Checkpointers that choose implementations themselves (remat::monet_greedy, monet_ilp) choose afresh.

@@ -87,6 +87,30 @@ inline double total_step_cost(const problem& p, const timeline& tl) {
   return c;
 }
 
+// Is plan a better than plan b, both within the same memory limit? The shorter makespan when both are
+// timed (an offloader's plans), else the lower total step cost (the recomputation it adds, each op
+// step at its implementation's cost), else the smaller arena. plan()'s budget loop keeps the best of
+// the plans that fit by these rules, and plan_choosing_variants compares its variant sets by them.
+// pa and pb may differ (plans of two rewrites of one graph).
+inline bool better_plan(const problem& pa, const timeline& a, const problem& pb, const timeline& b) {
+  if (a.timed && b.timed && a.makespan != b.makespan) return a.makespan < b.makespan;
+  const auto ca = total_step_cost(pa, a), cb = total_step_cost(pb, b);
+  if (ca != cb) return ca < cb;
+  return a.arena < b.arena;
+}
+
+// A plan as the plan to beat of another (plan_context::to_beat): its makespan (when timed) and its
+// total step cost.
+inline plan_to_beat to_beat_of(const problem& p, const timeline& tl) {
+  return {tl.timed ? tl.makespan : -1.0, total_step_cost(p, tl)};
+}
+
+// Is a plan worse than `b` by more than `margin` (a fraction), by better_plan's measures?
+inline bool worse_by_more_than(const problem& p, const timeline& a, const plan_to_beat& b, double margin) {
+  if (a.timed && b.makespan >= 0) return a.makespan > b.makespan * (1.0 + margin);
+  return b.step_cost >= 0 && total_step_cost(p, a) > b.step_cost * (1.0 + margin);
+}
+
 // The cost of an op's fastest implementation (its own or an alternative).
 inline double fastest_cost(const problem& p, op_id o) {
   double c = p.cost(o);

@@ -44,6 +44,8 @@ inline void validate_context(const plan_context& c) {
   if (c.alignment <= 0 || (c.alignment & (c.alignment - 1)) != 0)
     throw error(errc::invalid_argument, "alignment " + std::to_string(c.alignment) + " is not a power of two");
   if (c.budget < -1) throw error(errc::invalid_argument, "budget " + std::to_string(c.budget) + " bytes is negative");
+  if (!(c.to_beat_margin >= 0.0) || c.to_beat_margin > 1e6)
+    throw error(errc::invalid_argument, "to_beat_margin " + std::to_string(c.to_beat_margin) + " is not a fraction >= 0");
   if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
   if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
 }
@@ -169,13 +171,23 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                                       " (add a checkpointer to recompute activations)");
   }
   if constexpr (has_reducer) {
+    if (limited && tl.arena > limit && worse_by_more_than(p, tl, ctx.to_beat, ctx.to_beat_margin)) {
+      // The reruns aim lower, so they recompute / offload more: this plan will not beat the one to beat.
+      const bool by_time = tl.timed && ctx.to_beat.makespan >= 0;
+      throw error(errc::not_better, "'" + p.name() + "': not rerun to fit the budget of " + detail::bytes_text(limit) + ": the plan aimed at it placed " +
+                                        detail::bytes_text(tl.arena) + " and already " + (by_time ? "takes " : "costs ") +
+                                        number_text(by_time ? tl.makespan : total_step_cost(p, tl)) + (by_time ? " s" : "") +
+                                        " a step, more than " + number_text(100.0 * ctx.to_beat_margin) + " % above the plan to beat's " +
+                                        number_text(by_time ? ctx.to_beat.makespan : ctx.to_beat.step_cost) + (by_time ? " s" : ""));
+    }
     if (limited && tl.arena > limit) {
       // The placed arena overshoots (fragmentation, alignment): aim the reducer lower and run it
       // again with the stages after it. Between close targets the fragmentation changes little, so
       // the first tries lower the target by what the placer added above the peak (a secant step);
       // when none fits, one more with a margin of twice the largest overshoot, and then the reducer's
       // least target says whether the budget can be met at all. Then bisection for the highest target
-      // that fits, which recomputes / offloads least.
+      // that fits, which usually recomputes / offloads least; of all the plans that fit, the best
+      // (better_plan: the shorter makespan, else the cheaper step) is kept.
       const auto floor = ctx.cache->op_local();
       // Each rerun's stage times count in the plan's (the time spent in each kind of stage over all
       // runs), and the note says what each aimed at and what it placed.
@@ -303,6 +315,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       }
       if (timed) rerun_stop = tries_until;  // the bisection's steps: what is left of the period
       tl = std::move(fits);
+      kept_target = ok;
       // Untimed, a bisection up from the least target (which recomputes / offloads most) runs its
       // steps whatever they take; one up from a try that fitted gets the first run's time.
       const bool from_floor = ok == floor;
@@ -317,12 +330,18 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         auto again = rerun(mid);
         if (again.arena <= limit) {
           ok = mid;
-          tl = std::move(again);
+          // The cheapest plan that fits is kept, not the one aimed highest: a reducer's cost is not
+          // monotone in its target (the default checkpointer picks among its members' plans): at 0.4x
+          // of ResNet-50 b32's arena the plan aimed highest made a step 0.7 % slower than one aimed
+          // 2 % lower (core/implementations.hpp: better_plan; docs/recompute.md).
+          if (better_plan(p, again, p, tl)) {
+            tl = std::move(again);
+            kept_target = mid;
+          }
         } else {
           bad = again.peak > ok ? std::min(mid, again.peak) : mid;  // as in the tries: from the peak reached
         }
       }
-      kept_target = ok;
     }
   } else {
     if (limited && tl.arena > limit)

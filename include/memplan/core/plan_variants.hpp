@@ -14,6 +14,7 @@
 //   2. with a timed plan (an offloader), the shorter makespan;
 //   3. the lower cost of the whole step: its op and recompute steps, each at its implementation's cost;
 //   4. the smaller arena; on a tie, the no-step-higher set (fewer rewrites).
+// (Rules 2-4 are better_plan's, core/implementations.hpp.)
 // Both are planned only when the two sets differ. Then, when the second set's own variants fall into
 // two groups or more, a coordinate search goes finer than whole sets (MONeT chooses per op): a group is
 // the variants that read the same tensor instead of their op's own (e.g. one concatenation, read by
@@ -76,14 +77,6 @@ struct variant_plan {
 };
 
 namespace detail {
-// Is plan a better than plan b (rules 2-4 above)?
-inline bool better_variant_plan(const problem& pa, const memory_plan& a, const problem& pb, const memory_plan& b) {
-  if (a.timed && b.timed && a.makespan != b.makespan) return a.makespan < b.makespan;
-  const auto ca = total_step_cost(pa, a), cb = total_step_cost(pb, b);
-  if (ca != cb) return ca < cb;
-  return a.arena < b.arena;
-}
-
 // The groups of the variants in `loose` but not in `strict`: those that read the same tensor instead
 // of their op's own (keyed by its name; a variant that reads none of another's is a group of its own),
 // in op order of each group's first variant.
@@ -135,39 +128,58 @@ inline variant_rewrite rewrite_with(const problem& p, std::vector<variant_choice
 // for the two whole sets): put it in its context's `stop` (core/context.hpp) and every searching
 // stage of that plan ends by it, so the search keeps its time limit even when one plan runs much
 // longer than those before it (SqueezeNet-1.0 at 0.4x: one plan of 2.6 s where the others took
-// 0.1-0.3 s, the search 3.3 s for its 2 s before).
+// 0.1-0.3 s, the search 3.3 s for its 2 s before). One that takes `(const problem&, const deadline&,
+// const plan_to_beat&)` also gets, with every plan after the first, the best plan so far: put it in
+// its context's `to_beat`, and a plan whose budget loop would only rerun to lose stops early
+// (plan_context::to_beat; its errc::not_better counts as a plan that lost).
 template <class MakePlan>
 variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, const variant_search& search = {}) {
-  static_assert(std::is_invocable_v<MakePlan&, const problem&> || std::is_invocable_v<MakePlan&, const problem&, const deadline&>,
-                "plan_choosing_variants: make_plan must be callable as make_plan(const problem&) or "
-                "make_plan(const problem&, const deadline&), returning a memory_plan");
-  const auto plan_within = [&](const problem& q, const deadline& until) -> memory_plan {
-    if constexpr (std::is_invocable_v<MakePlan&, const problem&, const deadline&>) return make_plan(q, until);
+  constexpr bool with_to_beat = std::is_invocable_v<MakePlan&, const problem&, const deadline&, const plan_to_beat&>;
+  static_assert(std::is_invocable_v<MakePlan&, const problem&> || std::is_invocable_v<MakePlan&, const problem&, const deadline&> || with_to_beat,
+                "plan_choosing_variants: make_plan must be callable as make_plan(const problem&), "
+                "make_plan(const problem&, const deadline&) or make_plan(const problem&, const deadline&, const plan_to_beat&), "
+                "returning a memory_plan");
+  const auto plan_within = [&](const problem& q, const deadline& until, const plan_to_beat& beat) -> memory_plan {
+    if constexpr (with_to_beat) return make_plan(q, until, beat);
+    else if constexpr (std::is_invocable_v<MakePlan&, const problem&, const deadline&>) return make_plan(q, until);
     else return make_plan(q);
   };
   auto strict = choose_variants(p, variant_rule::no_step_higher);
   auto loose = choose_variants(p, variant_rule::no_peak_higher);
   if (loose.taken == strict.taken) {
-    auto mp = plan_within(strict.rewritten, deadline::never());
+    auto mp = plan_within(strict.rewritten, deadline::never(), {});
     return {std::move(strict), std::move(mp), {}};
   }
   const auto strict_taken = strict.taken, loose_taken = loose.taken;
   const auto began = deadline::clock::now();
   const auto since = [](deadline::clock::time_point t0) { return std::chrono::duration<double>(deadline::clock::now() - t0).count(); };
-  // A plan, or nothing when it does not meet the limit (its error kept in `failed`).
-  const auto try_plan = [&](const problem& q, const deadline& until, std::exception_ptr* failed = nullptr) -> std::optional<memory_plan> {
+  // A plan, or nothing when it does not meet the limit (its error kept in `failed`) or, with a plan to
+  // beat, was not rerun to meet it (errc::not_better: `not_better` set).
+  const auto try_plan = [&](const problem& q, const deadline& until, const plan_to_beat& beat, std::exception_ptr* failed = nullptr,
+                            bool* not_better = nullptr) -> std::optional<memory_plan> {
     try {
-      return plan_within(q, until);
+      return plan_within(q, until, beat);
     } catch (const error& e) {
-      if (e.code() != errc::infeasible) throw;
+      if (e.code() != errc::infeasible && e.code() != errc::not_better) throw;
       if (failed) *failed = std::current_exception();
+      if (not_better) *not_better = e.code() == errc::not_better;
       return std::nullopt;
     }
   };
   std::exception_ptr strict_failed;
-  auto a = try_plan(strict.rewritten, deadline::never(), &strict_failed);  // empty: that set's plan does not meet the limit
+  auto a = try_plan(strict.rewritten, deadline::never(), {}, &strict_failed);  // empty: that set's plan does not meet the limit
   const double strict_s = since(began);
-  auto b = try_plan(loose.rewritten, deadline::never());
+  // The second set with the first's plan to beat (when it has one): its budget loop does not rerun
+  // where its first run is already well behind (plan_context::to_beat).
+  bool b_not_better = false;
+  std::exception_ptr loose_failed;
+  auto b = try_plan(loose.rewritten, deadline::never(), a ? to_beat_of(strict.rewritten, *a) : plan_to_beat{}, &loose_failed, &b_not_better);
+  std::string why_not;
+  if (b_not_better) try {
+      std::rethrow_exception(loose_failed);
+    } catch (const error& e) {
+      why_not = e.what();
+    }
   if (!a && !b) std::rethrow_exception(strict_failed);
   // What the next plan of the search may take: the shorter of the two above at first (one may have
   // re-targeted its reducer, as SqueezeNet's second set does: 0.85 s against 0.05 s for every other
@@ -176,9 +188,11 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const auto what = [](const variant_rewrite& v) { return std::to_string(v.taken.size()) + " variants"; };
   std::string note = "variants: planned with " + what(strict) + " (free at every step) and with " + what(loose) +
                      " (the given order's peak not higher); ";
-  const bool second = b && (!a || detail::better_variant_plan(loose.rewritten, *b, strict.rewritten, *a));
+  const bool second = b && (!a || better_plan(loose.rewritten, *b, strict.rewritten, *a));
   if (second) note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
-  else note += b ? "kept the first (the better plan)" : "kept the first (the second does not meet the limit)";
+  else note += b              ? "kept the first (the better plan)"
+               : b_not_better ? "kept the first (the second " + why_not.substr(why_not.find("not rerun")) + ")"
+                              : "kept the first (the second does not meet the limit)";
   variant_plan best = second ? variant_plan{std::move(loose), std::move(*b), {}} : variant_plan{std::move(strict), std::move(*a), {}};
 
   // The group search (see the top of this file), from the better whole set.
@@ -232,9 +246,9 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
       if (plans++ == 0) next_s = 0.0;
       ops_planned += r->rewritten.num_ops();
       const auto t0 = deadline::clock::now();
-      auto mp = try_plan(r->rewritten, search_until);
+      auto mp = try_plan(r->rewritten, search_until, to_beat_of(best.variants.rewritten, best.plan));
       next_s = std::max(next_s, since(t0));
-      if (mp && detail::better_variant_plan(r->rewritten, *mp, best.variants.rewritten, best.plan)) {
+      if (mp && better_plan(r->rewritten, *mp, best.variants.rewritten, best.plan)) {
         best.variants = std::move(*r);
         best.plan = std::move(*mp);
         improved = true;
