@@ -17,13 +17,13 @@
 #include <memplan/core/variants.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/place/default_placer.hpp>
-#include <memplan/place/greedy_by_size.hpp>
 #include <memplan/remat/greedy.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
 
 #include "../property/training_dag.hpp"
 #include "random_variants.hpp"
+#include "../support/padded_placer.hpp"
 
 using namespace memplan;
 
@@ -194,21 +194,6 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
   CHECK(unsearched > 0);
 }
 
-namespace {
-// greedy_by_size, `pad` bytes higher: every placement overshoots a budget set at the peak, so plan()'s
-// budget loop runs (or, with a plan to beat, is cut short).
-struct padded_greedy_by_size {
-  std::int64_t pad = 0;
-  [[nodiscard]] std::string name() const { return "padded greedy_by_size"; }
-  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
-    auto pl = place::greedy_by_size{}.place(bp);
-    for (auto& o : pl.offsets) o += pad;
-    pl.arena += pad;
-    return pl;
-  }
-};
-}  // namespace
-
 TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan so far to beat") {
   int graphs = 0, given_one = 0, cut = 0;
   for (std::uint64_t seed = 1; seed <= 160; ++seed) {
@@ -220,7 +205,7 @@ TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan
     for (const int tenths : {9, 7, -9}) {  // -9: 0.9x, with every placement padded by 5 % of the peak
       plan_context ctx;
       ctx.budget = peak * std::abs(tenths) / 10;
-      const padded_greedy_by_size padded{tenths < 0 ? peak / 20 : 0};
+      const testing::padded_placer padded{tenths < 0 ? peak / 20 : 0};
       ctx.deterministic = true;
       std::vector<plan_to_beat> given;  // per make_plan call
       std::vector<double> costs;        // the plan's total step cost, or -1 where it threw
@@ -264,6 +249,30 @@ TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan
   CHECK(graphs > 5);
   CHECK(given_one > 10);
   CHECK(cut > 0);
+}
+
+TEST_CASE("plan_choosing_variants: a make_plan's own not_better, in its own words, is a plan that lost") {
+  for (std::uint64_t seed = 1; seed <= 160; ++seed) {
+    const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
+    if (choose_variants(p).taken == choose_variants(p, variant_rule::no_peak_higher).taken) continue;
+    INFO("seed " << seed);
+    int calls = 0;
+    // Every plan after the first refuses, with a message that is not plan()'s.
+    auto make = [&](const problem& q, const deadline&, const plan_to_beat& to_beat) {
+      if (calls++ > 0) {
+        CHECK(to_beat.step_cost >= 0);
+        throw error(errc::not_better, "refused by the caller");
+      }
+      return plan(q, schedule::default_scheduler{} | place::default_placer{});
+    };
+    const auto r = plan_choosing_variants(p, make, {.time_limit_s = -1.0, .max_plans = 2});
+    CHECK(verify(r.variants.rewritten, r.plan).ok);
+    CHECK(r.variants.taken == choose_variants(p).taken);
+    CHECK(r.note.find("kept the first (the second refused by the caller)") != std::string::npos);
+    CHECK(calls >= 2);
+    return;
+  }
+  FAIL("no random graph with two variant sets");
 }
 
 TEST_CASE("plan_choosing_variants: the group search's plans get its deadline, and a plan past its stop is still verified") {

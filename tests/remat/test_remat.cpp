@@ -31,6 +31,7 @@
 #include <training_graphs.hpp>
 #include <zoo/zoo.hpp>
 
+#include "../support/padded_placer.hpp"
 #include "../support/random_dag.hpp"
 #include "../support/remat_brute_force.hpp"
 #include "remat_check.hpp"
@@ -618,18 +619,9 @@ TEST_CASE("checkpointers against brute force on small chains: never below the op
 }
 
 namespace {
-// A placer that leaves `pad` bytes unused below every placement: fragmentation the checkpointer
+// testing::padded_placer leaves bytes unused below every placement: fragmentation the checkpointer
 // cannot see, so plan() must aim it lower.
-struct padded_placer {
-  std::int64_t pad = 0;
-  [[nodiscard]] std::string name() const { return "padded greedy_by_size"; }
-  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
-    auto pl = place::greedy_by_size{}.place(bp);
-    for (auto& o : pl.offsets) o += pad;
-    pl.arena += pad;
-    return pl;
-  }
-};
+using testing::padded_placer;
 
 // A checkpointer (the quick `greedy`), recording the peak target plan() gives it on each run.
 struct target_recorder {
@@ -818,10 +810,7 @@ struct scripted_padded_placer {
     std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
     const auto pad = pads[std::min(*calls, pads.size() - 1)];
     ++*calls;
-    auto pl = place::greedy_by_size{}.place(bp);
-    for (auto& o : pl.offsets) o += pad;
-    pl.arena += pad;
-    return pl;
+    return testing::padded_greedy_by_size(bp, pad);
   }
 };
 }  // namespace

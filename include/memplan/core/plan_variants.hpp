@@ -174,11 +174,12 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   bool b_not_better = false;
   std::exception_ptr loose_failed;
   auto b = try_plan(loose.rewritten, deadline::never(), a ? to_beat_of(strict.rewritten, *a) : plan_to_beat{}, &loose_failed, &b_not_better);
-  std::string why_not;
+  std::string why_not;  // from "not rerun ..." on (plan()'s words), or a make_plan's own whole message
   if (b_not_better) try {
       std::rethrow_exception(loose_failed);
     } catch (const error& e) {
       why_not = e.what();
+      if (const auto at = why_not.find("not rerun"); at != std::string::npos) why_not.erase(0, at);
     }
   if (!a && !b) std::rethrow_exception(strict_failed);
   // What the next plan of the search may take: the shorter of the two above at first (one may have
@@ -191,7 +192,7 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const bool second = b && (!a || better_plan(loose.rewritten, *b, strict.rewritten, *a));
   if (second) note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
   else note += b              ? "kept the first (the better plan)"
-               : b_not_better ? "kept the first (the second " + why_not.substr(why_not.find("not rerun")) + ")"
+               : b_not_better ? "kept the first (the second " + why_not + ")"
                               : "kept the first (the second does not meet the limit)";
   variant_plan best = second ? variant_plan{std::move(loose), std::move(*b), {}} : variant_plan{std::move(strict), std::move(*a), {}};
 
