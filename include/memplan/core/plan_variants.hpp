@@ -154,15 +154,20 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const auto began = deadline::clock::now();
   const auto since = [](deadline::clock::time_point t0) { return std::chrono::duration<double>(deadline::clock::now() - t0).count(); };
   // A plan, or nothing when it does not meet the limit (its error kept in `failed`) or, with a plan to
-  // beat, was not rerun to meet it (errc::not_better: `not_better` set).
+  // beat, was not rerun to meet it (errc::not_better: why, in `not_better`, from plan()'s "not rerun"
+  // on, or a make_plan's own whole message).
   const auto try_plan = [&](const problem& q, const deadline& until, const plan_to_beat& beat, std::exception_ptr* failed = nullptr,
-                            bool* not_better = nullptr) -> std::optional<memory_plan> {
+                            std::string* not_better = nullptr) -> std::optional<memory_plan> {
     try {
       return plan_within(q, until, beat);
     } catch (const error& e) {
       if (e.code() != errc::infeasible && e.code() != errc::not_better) throw;
       if (failed) *failed = std::current_exception();
-      if (not_better) *not_better = e.code() == errc::not_better;
+      if (not_better && e.code() == errc::not_better) {
+        *not_better = e.what();
+        if (const auto at = not_better->find("not rerun"); at != std::string::npos) not_better->erase(0, at);
+        if (not_better->empty()) *not_better = to_string(errc::not_better);
+      }
       return std::nullopt;
     }
   };
@@ -171,16 +176,8 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const double strict_s = since(began);
   // The second set with the first's plan to beat (when it has one): its budget loop does not rerun
   // where its first run is already well behind (plan_context::to_beat).
-  bool b_not_better = false;
-  std::exception_ptr loose_failed;
-  auto b = try_plan(loose.rewritten, deadline::never(), a ? to_beat_of(strict.rewritten, *a) : plan_to_beat{}, &loose_failed, &b_not_better);
-  std::string why_not;  // from "not rerun ..." on (plan()'s words), or a make_plan's own whole message
-  if (b_not_better) try {
-      std::rethrow_exception(loose_failed);
-    } catch (const error& e) {
-      why_not = e.what();
-      if (const auto at = why_not.find("not rerun"); at != std::string::npos) why_not.erase(0, at);
-    }
+  std::string b_not_better;
+  auto b = try_plan(loose.rewritten, deadline::never(), a ? to_beat_of(strict.rewritten, *a) : plan_to_beat{}, nullptr, &b_not_better);
   if (!a && !b) std::rethrow_exception(strict_failed);
   // What the next plan of the search may take: the shorter of the two above at first (one may have
   // re-targeted its reducer, as SqueezeNet's second set does: 0.85 s against 0.05 s for every other
@@ -191,9 +188,9 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
                      " (the given order's peak not higher); ";
   const bool second = b && (!a || better_plan(loose.rewritten, *b, strict.rewritten, *a));
   if (second) note += a ? "kept the second (the better plan)" : "kept the second (the first does not meet the limit)";
-  else note += b              ? "kept the first (the better plan)"
-               : b_not_better ? "kept the first (the second " + why_not + ")"
-                              : "kept the first (the second does not meet the limit)";
+  else note += b                       ? "kept the first (the better plan)"
+               : !b_not_better.empty() ? "kept the first (the second " + b_not_better + ")"
+                                       : "kept the first (the second does not meet the limit)";
   variant_plan best = second ? variant_plan{std::move(loose), std::move(*b), {}} : variant_plan{std::move(strict), std::move(*a), {}};
 
   // The group search (see the top of this file), from the better whole set.
