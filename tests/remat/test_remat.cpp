@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -713,7 +714,25 @@ struct lowballing_checkpointer {
     return run_stage(remat::greedy{}, p, std::move(tl), c);
   }
 };
+
+// testing::padded_placer, counting its placements.
+struct counting_padded_placer {
+  std::int64_t pad = 0;
+  std::shared_ptr<int> calls = std::make_shared<int>(0);
+  [[nodiscard]] std::string name() const { return "counting padded greedy_by_size"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
+    ++*calls;
+    return testing::padded_greedy_by_size(bp, pad);
+  }
+};
 }  // namespace
+
+// The budget loop can skip a rerun's placement only where nothing but placers follows the last
+// checkpointer or offloader (the plan's costs are then known before it is placed).
+static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(schedule::given{} | remat::greedy{} | place::greedy_by_size{}))>() == 1);
+static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(remat::greedy{} | place::greedy_by_size{}))>() == 0);
+static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(schedule::given{} | place::greedy_by_size{}))>() ==
+              std::numeric_limits<std::size_t>::max());
 
 TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one aimed highest") {
   const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
@@ -726,7 +745,8 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   // the bisection step above it is aimed much lower, so it fits too, at a higher cost.
   const auto low = ctx.budget - 3 * pad.pad;
   const lowballing_checkpointer ck{ctx.budget - 3 * pad.pad / 4, ctx.budget, low};
-  const auto mp = plan(p, schedule::given{} | ck | pad, ctx);
+  const counting_padded_placer counted{pad.pad};
+  const auto mp = plan(p, schedule::given{} | ck | counted, ctx);
   CHECK(verify(p, mp).ok);
   CHECK(mp.arena <= ctx.budget);
   const auto& t = *ck.targets;
@@ -742,6 +762,17 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   const auto said = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
   REQUIRE(said != mp.stats.notes.end());
   CHECK(said->find("kept the plan aimed at " + std::to_string(t[1]) + " ") != std::string::npos);
+  // The bisection step's plan cost more than the try's before it was placed: it was not placed.
+  CHECK(*counted.calls == 2);
+  CHECK(said->find(std::to_string(t[2]) + " (not placed: it cost more than the plan kept)") != std::string::npos);
+  // Without the lowball, the step's plan costs no more than the try's (it recomputes less): placed.
+  const lowballing_checkpointer honest{0, 0, 0};
+  const counting_padded_placer counted_honest{pad.pad};
+  const auto mp_honest = plan(p, schedule::given{} | honest | counted_honest, ctx);
+  CHECK(verify(p, mp_honest).ok);
+  REQUIRE(honest.targets->size() == 3);
+  CHECK(*counted_honest.calls == 3);
+  CHECK(total_step_cost(p, mp_honest) <= total_step_cost(p, mp));
 }
 
 TEST_CASE("plan() with a plan to beat: a first run that overshoots and already costs more than the margin above it is not rerun") {
