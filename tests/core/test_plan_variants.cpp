@@ -242,7 +242,7 @@ TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan
       CHECK(total_step_cost(r.variants.rewritten, r.plan) == *std::min_element(costs.begin(), costs.end(), [](double a, double b) {
         return (a >= 0 ? a : 1e300) < (b >= 0 ? b : 1e300);
       }));
-      cut += r.note.find("not rerun to fit the budget") != std::string::npos;
+      cut += r.note.find("not planned to the budget") != std::string::npos;
     }
   }
   MESSAGE(graphs << " graphs; " << given_one << " plans given one to beat; the second whole set cut short " << cut << " times");

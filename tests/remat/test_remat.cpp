@@ -775,7 +775,7 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   CHECK(total_step_cost(p, mp_honest) <= total_step_cost(p, mp));
 }
 
-TEST_CASE("plan() with a plan to beat: a first run that overshoots and already costs more than the margin above it is not rerun") {
+TEST_CASE("plan() with a plan to beat: a first run that already costs more than the margin above it is neither placed nor rerun") {
   const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
   const auto a0 = no_recompute_arena(p);
   const padded_placer pad{a0 / 25};
@@ -802,8 +802,14 @@ TEST_CASE("plan() with a plan to beat: a first run that overshoots and already c
   ctx.to_beat.step_cost = c1 / 1.05;
   const auto [runs5, why5] = run(ctx);
   CHECK(runs5 == 1);
-  CHECK(why5.find("not rerun to fit the budget of " + std::to_string(ctx.budget) + " bytes") != std::string::npos);
+  CHECK(why5.find("not planned to the budget of " + std::to_string(ctx.budget) + " bytes") != std::string::npos);
+  CHECK(why5.find("before it was placed") != std::string::npos);
   CHECK(why5.find("above the plan to beat's") != std::string::npos);
+  {  // ... and the plan was not placed: its costs are known after the checkpointer
+    const counting_padded_placer counted{pad.pad};
+    CHECK_THROWS_AS((void)plan(p, schedule::given{} | remat::greedy{} | counted, ctx), error);
+    CHECK(*counted.calls == 0);
+  }
   // 1 % costlier, within the default margin of 2.5 %: the budget loop runs and a plan comes back.
   ctx.to_beat.step_cost = c1 / 1.01;
   const auto [runs1, why1] = run(ctx);
@@ -812,13 +818,18 @@ TEST_CASE("plan() with a plan to beat: a first run that overshoots and already c
   // ... unless the margin is 0.
   ctx.to_beat_margin = 0.0;
   CHECK(run(ctx).first == 1);
-  // A first run that fits is returned whatever it costs: the plan to beat only stops reruns.
+  // A first run that would fit is refused too: its plan could not beat the plan to beat either.
   plan_context roomy = ctx;
   roomy.budget = 2 * a0;
   roomy.to_beat.step_cost = c1 / 100;
   const auto [runs_roomy, why_roomy] = run(roomy);
-  CHECK(why_roomy.empty());
+  CHECK(why_roomy.find("not planned to the budget of " + std::to_string(roomy.budget) + " bytes") != std::string::npos);
   CHECK(runs_roomy == 1);
+  // ... and one that costs less is planned (one run: it fits).
+  roomy.to_beat.step_cost = 1e9;
+  const auto [runs_cheap, why_cheap] = run(roomy);
+  CHECK(why_cheap.empty());
+  CHECK(runs_cheap == 1);
   // A timed plan to beat is compared by makespan only where the plan is timed: this one is not, so
   // its step cost decides (none to beat here: a plan).
   plan_context timed_only = ctx;

@@ -91,11 +91,12 @@ struct plan_context {
   std::int64_t arena_target = -1;
 
   // A plan to beat (plan_choosing_variants sets it to its best plan so far for each plan after the
-  // first). When the placed arena overshoots the limit and the first run's plan is already worse than
-  // it by more than to_beat_margin, plan() does not rerun the checkpointer or offloader at lower
-  // targets and throws errc::not_better instead: those reruns recompute or offload more, and of the 14
-  // budget loops that reran on the batch-32 exports at 0.4-0.7x (docs/recompute.md) none found a plan
-  // more than 1.75 % cheaper than its first run's. Inception-v3 b32 at 0.5x of its arena: its second variant set's
+  // first). With a budget and a checkpointer or offloader, when the first run's plan is already worse
+  // than it by more than to_beat_margin (known before the placers run), plan() neither places it nor
+  // reruns the checkpointer or offloader at lower targets, and throws errc::not_better instead: the
+  // plan could not be kept, the reruns recompute or offload more, and of the 14 budget loops that
+  // reran on the batch-32 exports at 0.4-0.7x (docs/recompute.md) none found a plan more than 1.75 %
+  // cheaper than its first run's. Inception-v3 b32 at 0.5x of its arena: its second variant set's
   // plan, 2.8 % costlier before its reruns, took 1.6 s of the 3.1 s.
   plan_to_beat to_beat{};
   double to_beat_margin = 0.025;  // a fraction of the plan to beat's makespan or step cost

@@ -154,8 +154,8 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   const auto began = deadline::clock::now();
   const auto since = [](deadline::clock::time_point t0) { return std::chrono::duration<double>(deadline::clock::now() - t0).count(); };
   // A plan, or nothing when it does not meet the limit (its error kept in `failed`) or, with a plan to
-  // beat, was not rerun to meet it (errc::not_better: why, in `not_better`, from plan()'s "not rerun"
-  // on, or a make_plan's own whole message).
+  // beat, was not planned to meet it (errc::not_better: why, in `not_better`, from plan()'s "not
+  // planned" on, or a make_plan's own whole message).
   const auto try_plan = [&](const problem& q, const deadline& until, const plan_to_beat& beat, std::exception_ptr* failed = nullptr,
                             std::string* not_better = nullptr) -> std::optional<memory_plan> {
     try {
@@ -165,7 +165,7 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
       if (failed) *failed = std::current_exception();
       if (not_better && e.code() == errc::not_better) {
         *not_better = e.what();
-        if (const auto at = not_better->find("not rerun"); at != std::string::npos) not_better->erase(0, at);
+        if (const auto at = not_better->find("not planned"); at != std::string::npos) not_better->erase(0, at);
         if (not_better->empty()) *not_better = to_string(errc::not_better);
       }
       return std::nullopt;
@@ -174,8 +174,8 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   std::exception_ptr strict_failed;
   auto a = try_plan(strict.rewritten, deadline::never(), {}, &strict_failed);  // empty: that set's plan does not meet the limit
   const double strict_s = since(began);
-  // The second set with the first's plan to beat (when it has one): its budget loop does not rerun
-  // where its first run is already well behind (plan_context::to_beat).
+  // The second set with the first's plan to beat (when it has one): it is not placed or rerun where
+  // its first run is already well behind (plan_context::to_beat).
   std::string b_not_better;
   auto b = try_plan(loose.rewritten, deadline::never(), a ? to_beat_of(strict.rewritten, *a) : plan_to_beat{}, nullptr, &b_not_better);
   if (!a && !b) std::rethrow_exception(strict_failed);
