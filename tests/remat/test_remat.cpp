@@ -729,9 +729,9 @@ struct counting_padded_placer {
 
 // The budget loop can skip a rerun's placement only where nothing but placers follows the last
 // checkpointer or offloader (the plan's costs are then known before it is placed).
-static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(schedule::given{} | remat::greedy{} | place::greedy_by_size{}))>() == 1);
-static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(remat::greedy{} | place::greedy_by_size{}))>() == 0);
-static_assert(detail::last_reducer_before_placers<decltype(detail::as_tuple(schedule::given{} | place::greedy_by_size{}))>() ==
+static_assert(memplan::detail::last_reducer_before_placers<decltype(memplan::detail::as_tuple(schedule::given{} | remat::greedy{} | place::greedy_by_size{}))>() == 1);
+static_assert(memplan::detail::last_reducer_before_placers<decltype(memplan::detail::as_tuple(remat::greedy{} | place::greedy_by_size{}))>() == 0);
+static_assert(memplan::detail::last_reducer_before_placers<decltype(memplan::detail::as_tuple(schedule::given{} | place::greedy_by_size{}))>() ==
               std::numeric_limits<std::size_t>::max());
 
 TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one aimed highest") {
@@ -773,6 +773,22 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   REQUIRE(honest.targets->size() == 3);
   CHECK(*counted_honest.calls == 3);
   CHECK(total_step_cost(p, mp_honest) <= total_step_cost(p, mp));
+  // Given a plan to beat just below the first run's cost (within the margin, so the loop runs), the
+  // step is not placed either: its plan costs at least the first run's, and could not beat it.
+  plan_context beat = ctx;
+  const auto first = run_stage(remat::greedy{}, p, given_timeline(p), {.memory_target = ctx.budget});
+  beat.to_beat.step_cost = total_step_cost(p, first) * 0.999;
+  const lowballing_checkpointer honest_beat{0, 0, 0};
+  const counting_padded_placer counted_beat{pad.pad};
+  const auto mp_beat = plan(p, schedule::given{} | honest_beat | counted_beat, beat);
+  CHECK(verify(p, mp_beat).ok);
+  CHECK(mp_beat.arena <= beat.budget);
+  REQUIRE(honest_beat.targets->size() == 3);
+  CHECK(*counted_beat.calls == 2);
+  const auto said_beat = std::find_if(mp_beat.stats.notes.begin(), mp_beat.stats.notes.end(),
+                                      [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
+  REQUIRE(said_beat != mp_beat.stats.notes.end());
+  CHECK(said_beat->find(std::to_string((*honest_beat.targets)[2]) + " (not placed: it cost more than the plan to beat)") != std::string::npos);
 }
 
 TEST_CASE("plan() with a plan to beat: a first run that already costs more than the margin above it is neither placed nor rerun") {

@@ -180,7 +180,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   const bool whole_stop = has_reducer && limited && ctx.stop.limited() && !ctx.deterministic;
   if (whole_stop) run_ctx.stop = ctx.stop.slice(ctx.stop.seconds_left() / 2.0);
   std::array<double, 4> run_seconds{};  // by stage kind, over every run (when the budget loop reran)
-  std::vector<std::pair<std::int64_t, std::int64_t>> reruns;  // the budget loop's: (target, arena)
+  std::vector<std::pair<std::int64_t, std::int64_t>> reruns;  // the budget loop's: (target, arena; < 0: not placed, why)
   std::int64_t first_arena = 0, first_target = 0, kept_target = 0;
   // With a plan to beat, the first run's plan is placed only if it costs no more than the margin
   // above it (better_plan's measures, known before the placers run): else it could neither be kept by
@@ -242,19 +242,26 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         if (tl.stages[k].kind == stage_kind::checkpointer || tl.stages[k].kind == stage_kind::offloader) last_reducer = k;
       double after_reducer_s = 0.0;
       for (std::size_t k = last_reducer + 1; k < tl.stages.size(); ++k) after_reducer_s += tl.stages[k].seconds;
-      // With `to_beat`, the run is placed only if the reducer's plan costs no more than it (better_plan's
-      // measures, the arena aside: nothing after the reducer but placers changes them); else it comes
-      // back unplaced (arena -1).
+      // With `to_beat` (the plan kept so far), the run is placed only if the reducer's plan costs no
+      // more than it (better_plan's measures, the arena aside: nothing after the reducer but placers
+      // changes them), nor more than the context's plan to beat, which it could not beat either (the
+      // second variant set of Inception-v3 b32 at 0.6x and 0.7x of its arena, deterministic: one step
+      // each); else it comes back unplaced (arena -1).
       auto rerun = [&](std::int64_t target, const timeline* to_beat = nullptr) {
         run_ctx.memory_target = target;
         run_ctx.stop = rerun_stop;
         plan_context reducer_ctx = run_ctx;
         if (rerun_stop.limited()) reducer_ctx.stop = rerun_stop.kept_back(std::min(after_reducer_s, 0.5 * rerun_stop.seconds_left()));
         std::function<bool(const timeline&)> place_if;
-        if (to_beat) place_if = [&p, to_beat](const timeline& r) { return !worse_by_more_than(p, r, to_beat_of(p, *to_beat), 0.0); };
+        std::int64_t not_placed = -1;  // the note's code: -1 costlier than the plan kept, -2 than the plan to beat
+        if (to_beat)
+          place_if = [&p, &ctx, to_beat, &not_placed](const timeline& r) {
+            if (worse_by_more_than(p, r, ctx.to_beat, 0.0)) not_placed = -2;
+            return !worse_by_more_than(p, r, to_beat_of(p, *to_beat), 0.0) && not_placed == -1;
+          };
         auto out = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr, &reducer_ctx, &place_if);
         detail::add_stage_seconds(run_seconds, out.stages, kept_records);
-        reruns.push_back({target, out.arena});
+        reruns.push_back({target, out.placed() ? out.arena : not_placed});
         return out;
       };
       // The reruns (each a whole run of the reducer and what follows) are paced: a run starts while
@@ -415,7 +422,9 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                        " ran " + std::to_string(reruns.size()) + " more time" + (reruns.size() > 1 ? "s" : "") + ", aimed at";
     for (std::size_t i = 0; i < reruns.size(); ++i)
       note += (i ? ", " : " ") + std::to_string(reruns[i].first) +
-              (reruns[i].second >= 0 ? " (arena " + std::to_string(reruns[i].second) + ")" : " (not placed: it cost more than the plan kept)");
+              (reruns[i].second >= 0   ? " (arena " + std::to_string(reruns[i].second) + ")"
+               : reruns[i].second == -1 ? " (not placed: it cost more than the plan kept)"
+                                        : " (not placed: it cost more than the plan to beat)");
     note += "; kept the plan aimed at " + std::to_string(kept_target) + " (stage seconds are over all " + std::to_string(reruns.size() + 1) + " runs)";
     mp.stats.notes.push_back(std::move(note));
   }
