@@ -624,6 +624,12 @@ namespace {
 // cannot see, so plan() must aim it lower.
 using testing::padded_placer;
 
+// The budget loop's note of a plan ("budget: aimed at ..."), or nullptr.
+const std::string* budget_note(const memory_plan& mp) {
+  const auto it = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
+  return it == mp.stats.notes.end() ? nullptr : &*it;
+}
+
 // A checkpointer (the quick `greedy`), recording the peak target plan() gives it on each run.
 struct target_recorder {
   static constexpr stage_kind kind = stage_kind::checkpointer;
@@ -664,8 +670,8 @@ TEST_CASE("plan() re-targets an overshooting arena: the first try lowers the tar
         ++overshot;
         CHECK(t[1] < t[0]);
         // The report says why the stages reran, at what, and which plan it kept.
-        const auto said = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
-        REQUIRE(said != mp.stats.notes.end());
+        const auto* said = budget_note(mp);
+        REQUIRE(said != nullptr);
         CHECK(said->find("budget: aimed at " + std::to_string(ctx.budget) + " bytes") == 0);
         CHECK(said->find("ran " + std::to_string(t.size() - 1) + " more time") != std::string::npos);
         CHECK(said->find("(stage seconds are over all " + std::to_string(t.size()) + " runs)") != std::string::npos);
@@ -759,8 +765,8 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   REQUIRE(lowballed.arena <= ctx.budget);
   CHECK(total_step_cost(p, mp) < total_step_cost(p, lowballed));
   CHECK(better_plan(p, mp, p, lowballed));
-  const auto said = std::find_if(mp.stats.notes.begin(), mp.stats.notes.end(), [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
-  REQUIRE(said != mp.stats.notes.end());
+  const auto* said = budget_note(mp);
+  REQUIRE(said != nullptr);
   CHECK(said->find("kept the plan aimed at " + std::to_string(t[1]) + " ") != std::string::npos);
   // The bisection step's plan cost more than the try's before it was placed: it was not placed.
   CHECK(*counted.calls == 2);
@@ -785,9 +791,8 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   CHECK(mp_beat.arena <= beat.budget);
   REQUIRE(honest_beat.targets->size() == 3);
   CHECK(*counted_beat.calls == 2);
-  const auto said_beat = std::find_if(mp_beat.stats.notes.begin(), mp_beat.stats.notes.end(),
-                                      [](const std::string& n) { return n.rfind("budget: aimed at ", 0) == 0; });
-  REQUIRE(said_beat != mp_beat.stats.notes.end());
+  const auto* said_beat = budget_note(mp_beat);
+  REQUIRE(said_beat != nullptr);
   CHECK(said_beat->find(std::to_string((*honest_beat.targets)[2]) + " (not placed: it cost more than the plan to beat)") != std::string::npos);
 }
 

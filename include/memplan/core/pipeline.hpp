@@ -256,8 +256,10 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         std::int64_t not_placed = -1;  // the note's code: -1 costlier than the plan kept, -2 than the plan to beat
         if (to_beat)
           place_if = [&p, &ctx, to_beat, &not_placed](const timeline& r) {
-            if (worse_by_more_than(p, r, ctx.to_beat, 0.0)) not_placed = -2;
-            return !worse_by_more_than(p, r, to_beat_of(p, *to_beat), 0.0) && not_placed == -1;
+            const bool behind_kept = worse_by_more_than(p, r, to_beat_of(p, *to_beat), 0.0);
+            const bool behind_beat = worse_by_more_than(p, r, ctx.to_beat, 0.0);
+            not_placed = behind_kept ? -1 : -2;
+            return !behind_kept && !behind_beat;
           };
         auto out = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr, &reducer_ctx, &place_if);
         detail::add_stage_seconds(run_seconds, out.stages, kept_records);
@@ -374,20 +376,18 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         // Placed only if it may beat the plan kept: a plan that costs more would not be kept even if
         // it fitted, and its placement is the run's longest part where the arena is tight (Inception-v3
         // b32 at 0.6x of its arena: 0.42 s of exact search for a plan aimed 1.5 % higher that fitted
-        // and cost more). The bisection then goes on above it, as above a target that fitted (on the
-        // batch-32 exports every plan it skips this way did fit); below it, as below one that
-        // overshot, it missed the cheaper plans aimed higher (ResNet-18 b32 at 0.6x: 7.22 % recompute
-        // overhead, not 7.12 %).
+        // and cost more). The bisection then goes on above it, as above a target that fitted (the three
+        // it skipped on the batch-32 exports had all fitted when they were placed); below it, as below
+        // one that overshot, it missed the cheaper plans aimed higher (ResNet-18 b32 at 0.6x: 7.22 %
+        // recompute overhead, not 7.12 %).
         auto again = rerun(mid, &tl);
-        if (!again.placed()) {
-          ok = mid;
-        } else if (again.arena <= limit) {
+        if (!again.placed() || again.arena <= limit) {
           ok = mid;
           // The cheapest plan that fits is kept, not the one aimed highest: a reducer's cost is not
           // monotone in its target (the default checkpointer picks among its members' plans): at 0.4x
           // of ResNet-50 b32's arena the plan aimed highest made a step 0.7 % slower than one aimed
           // 2 % lower (core/implementations.hpp: better_plan; docs/recompute.md).
-          if (better_plan(p, again, p, tl)) {
+          if (again.placed() && better_plan(p, again, p, tl)) {
             tl = std::move(again);
             kept_target = mid;
           }
