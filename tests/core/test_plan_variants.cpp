@@ -131,7 +131,7 @@ TEST_CASE("plan_choosing_variants keeps the plan that meets the limit, else the 
 }
 
 TEST_CASE("plan_choosing_variants on random training graphs under a budget: verified, never worse than either whole set") {
-  int graphs = 0, both = 0, kept_loose = 0, mixed = 0, unsearched = 0;
+  int graphs = 0, both = 0, kept_loose = 0, mixed = 0, unsearched = 0, none_better = 0;
   for (std::uint64_t seed = 1; seed <= 160; ++seed) {
     const auto p = testing::with_random_variants(testing::training_dag(seed, {.p_huge = 0.0}), seed);
     const auto strict = choose_variants(p);
@@ -166,6 +166,9 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
     const bool took_loose = r.variants.taken == loose.taken;
     kept_loose += took_loose;
     mixed += !took_loose && r.variants.taken != strict.taken;
+    // A search that kept no switch says which whole set stays.
+    if (r.note.find("none better") != std::string::npos && ++none_better)
+      CHECK(r.note.find(took_loose ? "groups stay taken (the second whole set)" : "none better, so none taken") != std::string::npos);
     // Neither whole set's plan, when it has one, is better by the header's rules.
     for (const auto* other : {&strict.rewritten, &loose.rewritten}) {
       try {
@@ -187,11 +190,12 @@ TEST_CASE("plan_choosing_variants on random training graphs under a budget: veri
     }
   }
   MESSAGE(graphs << " graphs where the sets differ; whole sets planned " << both << "; the no-peak-higher set kept " << kept_loose
-                 << ", a mix of its groups " << mixed);
+                 << ", a mix of its groups " << mixed << "; searches that kept no switch " << none_better);
   CHECK(graphs > 5);
   CHECK(both > 6);
   CHECK(mixed > 0);
   CHECK(unsearched > 0);
+  CHECK(none_better > 0);
 }
 
 TEST_CASE("plan_choosing_variants: every plan after the first gets the best plan so far to beat") {

@@ -266,7 +266,7 @@ variant_plan plan_choosing_variants(const problem& p, MakePlan&& make_plan, cons
   }
   note += "; then " + std::to_string(groups.size()) + " groups of variants switched one at a time (" + std::to_string(plans) +
           (plans == 1 ? " plan" : " plans") + (stopped.empty() ? "" : ", stopped at the search's limit of " + stopped) + "): " +
-          (kept == 0 ? "none better, " + std::string(second ? "all" : "none") + " taken"
+          (kept == 0 ? "none better, so " + (second ? "all " + std::to_string(groups.size()) + " groups stay taken (the second whole set)" : std::string("none taken"))
                      : std::to_string(groups_on) + " of " + std::to_string(groups.size()) + " groups taken, " +
                            std::to_string(best.variants.taken.size()) + " variants in all");
   best.note = std::move(note);
