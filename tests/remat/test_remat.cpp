@@ -73,7 +73,7 @@ std::int64_t count(const memory_plan& mp, step_kind k) {
 }  // namespace
 
 TEST_CASE("every checkpointer gives verified plans within the budget, or says it cannot") {
-  int met = 0, refused = 0, below_peak = 0;
+  int met = 0, refused = 0, below_peak = 0, refused_by_order_bound = 0;
   const auto fractions = testing::under_sanitizer ? std::vector<double>{0.8, 0.45} : std::vector<double>{1.0, 0.8, 0.6, 0.45};
   std::size_t pair = 0;  // (graph, checkpointer): under the sanitizer each pair takes one of the two fractions, in turn
   for (const auto& p : graphs()) {
@@ -105,13 +105,22 @@ TEST_CASE("every checkpointer gives verified plans within the budget, or says it
           else
             CHECK(w.find("smallest arena memplan reached") != std::string::npos);
           CHECK(w.find("no plan of any kind needs less than") != std::string::npos);
+          CHECK(w.find("no plan fits the budget of " + std::to_string(ctx.budget) + " bytes") != std::string::npos);
+          // `none` recomputes nothing: the refusal gives the bound for plans that do not, where it binds.
+          if (name == "none" && ctx.budget >= floor.bytes && ctx.budget < lower_bound_peak(p).bytes) {
+            CHECK(w.find("the stages recomputed and offloaded nothing, and without that no order needs less than " +
+                         std::to_string(lower_bound_peak(p).bytes) + " bytes") != std::string::npos);
+            ++refused_by_order_bound;
+          }
           ++refused;
         }
       }
     }
   }
-  MESSAGE(met << " budgets met (" << below_peak << " below the no-recompute arena), " << refused << " refused with the reason");
+  MESSAGE(met << " budgets met (" << below_peak << " below the no-recompute arena), " << refused << " refused with the reason, "
+               << refused_by_order_bound << " of them by `none` with the order bound");
   CHECK(below_peak > testing::full_or_sanitized(20, 5));
+  CHECK(refused_by_order_bound > 0);
 }
 
 TEST_CASE("budgets at and above the no-recompute arena recompute nothing, below the op-local bound is infeasible") {

@@ -96,6 +96,12 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
 }
 
 inline std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
+// The arena limit by its name: the budget when it is the budget, else the capacity (`--capacity`
+// alone still runs the budget loop through a `none` checkpointer, and its refusal named a budget the
+// user never gave).
+inline std::string limit_text(const plan_context& ctx, std::int64_t limit) {
+  return (ctx.budget >= 0 && ctx.budget == limit ? "the budget of " : "the capacity of ") + bytes_text(limit);
+}
 
 // The min-cut bound (core/cut_bound.hpp) on any order of p, as plan_context::cut_bound runs it for a
 // plan of peak `peak` whose bound is `lb`: nothing when lb already meets the peak, stopped where it
@@ -148,7 +154,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   // its arena: 3.1 s of default stages, then the same refusal).
   if (has_reducer && limited && limit < ctx.cache->op_local()) {
     const auto f = op_local_bound_at(p);
-    throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
+    throw error(errc::infeasible, "'" + p.name() + "': no plan fits " + detail::limit_text(ctx, limit) +
                                       ": no plan of any kind needs less than " + detail::bytes_text(f.bytes) +
                                       (f.op == no_id ? std::string(" (the resident bytes)")
                                                      : " (resident bytes plus the inputs, outputs and workspace of " + p.describe_op(f.op) +
@@ -349,12 +355,20 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
           if (timed && least_seconds < first_run_s)
             clock_note = "; the clock left the last run " + number_text(least_seconds) + " s, less than the first run's " +
                          number_text(first_run_s) + " s (a longer time limit or a later stop may find a plan)";
-          throw error(errc::infeasible, "'" + p.name() + "': no plan fits the budget of " + detail::bytes_text(limit) +
+          // Where the stages recomputed and offloaded nothing even at the least target (e.g. `none`,
+          // which `--capacity` alone runs), the bound that binds is the one for plans that do not:
+          // lower_bound_peak, valid for every order.
+          std::string order_note;
+          if (!least.has_recompute_or_transfer_steps())
+            if (const auto ob = ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes; ob > limit)
+              order_note = "; the stages recomputed and offloaded nothing, and without that no order needs less than " + detail::bytes_text(ob) +
+                           " (lower_bound_peak)";
+          throw error(errc::infeasible, "'" + p.name() + "': no plan fits " + detail::limit_text(ctx, limit) +
                                             ": the smallest arena memplan reached is " +
                                             detail::bytes_text(std::min(best_arena, least.arena)) +
                                             ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
                                             " (resident bytes plus the largest single op's inputs, outputs and workspace)" +
-                                            detail::recompute_floor_text<S>(p, limit) + clock_note);
+                                            detail::recompute_floor_text<S>(p, limit) + order_note + clock_note);
         }
         ok = floor;
         fits = std::move(least);
