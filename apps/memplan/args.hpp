@@ -1,6 +1,7 @@
 #pragma once
 // Argument parsing shared by the CLI's subcommands: byte sizes and alignments.
 #include <cstdint>
+#include <cctype>
 #include <map>
 #include <string>
 
@@ -36,6 +37,10 @@ inline std::int64_t parse_bytes(const std::string& text, const std::string& opti
   std::size_t pos = 0;
   double v = 0;
   try {
+    // Digits first: std::stod would also take "0x100", "inf", "nan" and leading blanks.
+    if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
+        (text.size() > 1 && (text[1] == 'x' || text[1] == 'X')))
+      throw std::invalid_argument(text);
     v = std::stod(text, &pos);
   } catch (const std::exception&) {
     throw error(errc::invalid_argument, option + " '" + text + "' is not a size in bytes (e.g. 4096, 512MiB, 1.5GiB)");
@@ -47,7 +52,7 @@ inline std::int64_t parse_bytes(const std::string& text, const std::string& opti
                                                    {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
   auto it = units.find(unit);
   if (it == units.end())
-    throw error(errc::invalid_argument, option + " '" + text + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+    throw error(errc::invalid_argument, option + " '" + text + "': unknown unit '" + unit + "' (binary: K or KiB, M or MiB, G or GiB, T or TiB; decimal: KB, MB, GB, TB; B or none: bytes)");
   const double b = v * it->second;
   if (!(b >= 0) || b > 9.2e18) throw error(errc::invalid_argument, option + " '" + text + "' is not a size between 0 and 2^63 bytes");
   if (it->second == 1 && b != static_cast<double>(static_cast<std::int64_t>(b)))

@@ -147,6 +147,13 @@ TEST_CASE("verify: other invalid plans exit 1, unreadable input exits 2") {
     const auto v = s.run("verify '" + graph + "' '" + s / "order.json" + "'");
     CHECK(v.code == 1);
     CHECK(has(v.err, "step 0"));
+    CHECK_FALSE(has(v.err, "the plan was made for graph"));
+    // The same plan naming another graph: the failure says so.
+    p["graph"] = "another-graph";
+    s.write("other.json", p.dump());
+    const auto o = s.run("verify '" + graph + "' '" + s / "other.json" + "'");
+    CHECK(o.code == 1);
+    CHECK(has(o.err, "(the plan was made for graph 'another-graph', and this graph is '"));
   }
   {
     auto p = plan;
@@ -171,6 +178,7 @@ TEST_CASE("verify: other invalid plans exit 1, unreadable input exits 2") {
   v = s.run("verify '" + graph + "' '" + s / "missing.json" + "'");
   CHECK(v.code == 2);
   CHECK(has(v.err, "cannot open"));
+  CHECK(has(v.err, "missing.json': no such file"));
   v = s.run("verify '" + s / "nograph.json" + "' '" + s / "plan.json" + "'");
   CHECK(v.code == 2);
   // A directory where a file belongs (fuzz finding: it was an "internal error" from the stream).
@@ -239,6 +247,13 @@ TEST_CASE("bad options exit 2, an unmet capacity exits 1") {
   r = s.run("plan " + graph + " --capacity 1KiB");
   CHECK(r.code == 1);
   CHECK(has(r.err, "infeasible"));
+  CHECK(has(r.err, "no plan fits the capacity of 1024 bytes"));  // the limit given, by its name
+  r = s.run("plan " + graph + " --capacity 0x100");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "'0x100' is not a size in bytes"));
+  r = s.run("plan " + graph + " --capacity 2g");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "unknown unit 'g' (binary: K or KiB"));
   // A budget below the op-local bound is refused at once, with the op that sets the bound.
   r = s.run("plan " + graph + " --budget 1KiB");
   CHECK(r.code == 1);

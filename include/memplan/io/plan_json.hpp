@@ -379,11 +379,14 @@ struct plan_with_variants {
   problem graph;
   memory_plan plan;
   std::vector<variant_choice> variants;
+  std::string graph_name;  // the plan file's "graph" (the name of the graph it was made for; empty: none given)
 };
 
 inline plan_with_variants parse_plan_with_variants(const problem& g, std::string_view text, const std::string& source = "<plan>") {
   const auto j = detail::parse_json_text<nlohmann::json>(text, source);
-  plan_with_variants r{g, {}, {}};
+  plan_with_variants r{g, {}, {}, {}};
+  if (j.is_object())
+    if (auto it = j.find("graph"); it != j.end() && it->is_string()) r.graph_name = it->get<std::string>();
   if (j.is_object())
     if (auto it = j.find("variants"); it != j.end()) {
       auto bad = [&](const std::string& what) { return error(errc::parse_error, source + ": " + what); };

@@ -232,8 +232,9 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
   std::string note;
   const bool reduce = m.peak > target;
   if (reduce && !(ctx.timing.bandwidth > 0))
-    throw error(errc::invalid_argument, "offloader '" + name + "': the peak " + std::to_string(m.peak) + " bytes exceeds the target " +
-                                            std::to_string(target) + " and offloading needs a bandwidth (plan_context::timing, --bandwidth)");
+    throw error(errc::invalid_argument, "offloading needs a device <-> host bandwidth, and none is set (memplan plan --bandwidth B, e.g. 12e9; "
+                                        "in the library plan_context::timing.bandwidth): the peak " + std::to_string(m.peak) +
+                                            " bytes exceeds the target " + std::to_string(target) + " (offloader '" + name + "')");
   double lb = m.compute_time;
   std::int64_t fit = target;
   bool none_fits = false;  // no choice the policy tried met the target (within the host limit)
