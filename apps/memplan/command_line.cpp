@@ -209,7 +209,12 @@ int run_verify(const std::string& graph, const std::string& plan_path) {
   const auto& p = pv.graph;
   const auto& mp = pv.plan;
   const auto r = verify(p, mp);
-  if (!r) throw error(errc::invalid_plan, plan_path + ": " + r.violation);
+  // A plan checked against another graph than its own fails on whatever differs first; say so.
+  if (!r)
+    throw error(errc::invalid_plan, plan_path + ": " + r.violation +
+                                        (!pv.graph_name.empty() && pv.graph_name != p.name()
+                                             ? " (the plan was made for graph '" + pv.graph_name + "', and this graph is '" + p.name() + "')"
+                                             : std::string()));
   std::cout << plan_path << ": valid plan for " << p.name() << ": " << mp.steps.size() << " steps, peak "
             << io::human_bytes(mp.stats.peak) << " (" << mp.stats.peak << " B), arena " << io::human_bytes(mp.arena) << " ("
             << mp.arena << " B)\n";
@@ -455,7 +460,7 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   fr->add_option("--checkpointer", fa.checkpointer, "recomputation policy: " + checkpointers().joined_names())->capture_default_str();
   fr->add_option("--scheduler", fa.scheduler, "op-ordering policy: " + sched_names)->capture_default_str();
   fr->add_option("--placer", fa.placer, "offset-placement policy: " + place_names)->capture_default_str();
-  fr->add_option("--points", fa.points, "budgets between the no-recompute arena and the op-local lower bound")->capture_default_str();
+  fr->add_option("--points", fa.points, "budgets on a geometric grid from the no-recompute arena toward the op-local lower bound; below the last one met, bisection finds the smallest budget the pipeline meets")->capture_default_str();
   fr->add_option("--time-limit", fa.time_limit, "seconds for the policies that search (default: each policy's own)");
   fr->add_option("--alignment", fa.alignment, "byte alignment of every offset, a power of two")->capture_default_str();
   fr->add_option("-o,--output", fa.output, "write the points as CSV (default: standard output)");
@@ -463,7 +468,8 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   fr->add_flag("-v,--verbose", fa.verbose, "print progress on stderr");
   fr->footer("Example:\n  memplan frontier data/models/resnet50-train-b32.json.gz -o frontier.csv --svg frontier.svg\n"
              "Columns: budget_bytes (-1: no budget), arena_bytes, peak_bytes, compute_cost, recompute_cost, overhead,\n"
-             "recomputed_ops, checkpointer, plan_seconds.");
+             "recomputed_ops, checkpointer, plan_seconds, overhead_lower_bound (this order; -1: no plan has that arena),\n"
+             "overhead_lower_bound_any_order, variants (how many the point's graph takes).");
 
   cli::zoo_args za;
   auto* zoo_cmd = app.add_subcommand("zoo", "Write a generated graph of bench/zoo (the benchmarks' models) in the graph format.");
