@@ -7,6 +7,7 @@
 #include <memplan/io/explain.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
+#include <memplan/core/verify.hpp>
 
 namespace memplan::cli {
 
@@ -32,8 +33,12 @@ inline int run_explain(const explain_args& a) {
     std::swap(graph, plan);
   }
   const auto pv = io::read_plan_with_variants(p, plan);
+  // A plan verify rejects is still explained (what it claims can help find what is wrong), but not
+  // silently: the first violation goes to standard error and the exit status is verify's, 1.
+  const auto ok = verify(pv.graph, pv.plan);
+  if (!ok) std::cerr << "memplan: warning: " << plan << " is not a valid plan (memplan verify: " << ok.violation << "); explaining what it claims\n";
   io::explain(std::cout, pv.graph, pv.plan, {.top = a.top});
-  return 0;
+  return ok ? 0 : 1;
 }
 
 }  // namespace memplan::cli

@@ -56,8 +56,17 @@ inline int run_symbolic(const symbolic_args& a) {
   if (!a.range.empty() && a.range.size() != 2) throw error(errc::invalid_argument, "symbolic: --range takes MIN,MAX");
   const runtime::batch_range range = a.range.size() == 2 ? runtime::batch_range{a.range[0], a.range[1]}
                                                           : runtime::batch_range{std::min(b1, b2), std::max(b1, b2)};
+  if (!a.output.empty() && a.batch < 0) throw error(errc::invalid_argument, "symbolic: -o needs --batch N (the batch whose placement it writes)");
   const auto t1 = trace_of_graph(a.small), t2 = trace_of_graph(a.large);
-  const auto st = runtime::fit_traces(t1, b1, t2, b2, range);
+  const auto st = [&] {
+    try {
+      return runtime::fit_traces(t1, b1, t2, b2, range);
+    } catch (const error& e) {
+      std::string what = e.what();
+      if (const auto at = what.find("fit_traces: "); at != std::string::npos) what.erase(0, at + 12);
+      throw error(e.code(), "symbolic: '" + a.small + "' and '" + a.large + "' are not one program at two batch sizes: " + what);
+    }
+  }();
   std::int64_t exact = 0;
   for (std::size_t i = 0; i < st.sizes.size(); ++i)
     exact += st.sizes[i].at(b1) == t1.allocations[i].size && st.sizes[i].at(b2) == t2.allocations[i].size;
@@ -89,7 +98,6 @@ inline int run_symbolic(const symbolic_args& a) {
                 per > 0 ? static_cast<double>(sym) / static_cast<double>(per) : 1.0);
   }
   if (!a.output.empty()) {
-    if (a.batch < 0) throw error(errc::invalid_argument, "symbolic: -o needs --batch N");
     io::buffer_list list;
     list.problem = runtime::instantiate(sr.problem, a.batch);
     for (auto i : sr.allocation) {

@@ -418,6 +418,14 @@ TEST_CASE("explain: the peak step, what is live there and why, what is recompute
   CHECK(plain.code == 0);
   CHECK(has(plain.out, "nothing is recomputed"));
   CHECK(has(plain.out, "more"));
+  // A plan verify rejects is explained with a warning, and exits 1.
+  auto bad = nlohmann::ordered_json::parse(slurp(s / "full.json"));
+  bad["stats"]["peak"] = 1;
+  s.write("bad.json", bad.dump());
+  const auto w = s.run("explain '" + s / "chain.json" + "' '" + s / "bad.json" + "'");
+  CHECK(w.code == 1);
+  CHECK(has(w.err, "is not a valid plan (memplan verify: "));
+  CHECK(has(w.out, "the peak"));
   // Two graphs, or a missing file: bad input.
   CHECK(s.run("explain '" + s / "chain.json" + "' '" + s / "chain.json" + "'").code == 2);
   CHECK(s.run("explain '" + s / "nope.json" + "' '" + s / "plan.json" + "'").code == 2);
@@ -460,7 +468,17 @@ TEST_CASE("symbolic: one plan for a batch range from two exports, proved, --batc
   r = s.run("symbolic '" + b1 + "' '" + b32 + "' --batch 100");
   CHECK(r.code == 2);
   const std::string other = std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet50-infer-b32.json.gz";
-  if (fs::exists(other)) CHECK(s.run("symbolic '" + b1 + "' '" + other + "'").code == 2);  // not the same graph
+  if (fs::exists(other)) {  // not the same graph: said in the command's words
+    r = s.run("symbolic '" + b1 + "' '" + other + "'");
+    CHECK(r.code == 2);
+    CHECK(has(r.err, "are not one program at two batch sizes"));
+    CHECK_FALSE(has(r.err, "fit_traces"));
+  }
+  // -o without --batch is refused before any work, with nothing printed.
+  r = s.run("symbolic '" + b1 + "' '" + b32 + "' -o '" + s / "x.csv" + "'");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "-o needs --batch N"));
+  CHECK(r.out.empty());
 }
 
 TEST_CASE("plan --offloader: a timed plan within the budget, verified, the report has makespan and host peak") {
