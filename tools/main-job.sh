@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only the CLI is built here (tools/test.sh builds everything); progress goes to standard error.
 start=$(date +%s)
-tools/bootstrap.sh default --target memplan_cli
+# Only the packages the g++ build needs (not clang or the allocators the tests and benchmarks use).
+tools/bootstrap.sh --install-only build
+tools/bootstrap.sh default --no-install --target memplan_cli
 echo "memplan main job: set up in $(( $(date +%s) - start )) s; planning" >&2
 graph=${1:-data/models/resnet18-train-b32.json.gz}
 shift || true
