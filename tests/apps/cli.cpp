@@ -231,48 +231,35 @@ TEST_CASE("malformed graphs exit 2 with one line naming the culprit") {
 TEST_CASE("bad options exit 2, an unmet capacity exits 1") {
   scratch s;
   const auto graph = "'" + data + "/small.json'";
-  auto r = s.run("plan " + graph + " --alignment 3");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "power of two"));
-  r = s.run("plan " + graph + " --scheduler warp");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "unknown scheduler 'warp'"));
-  CHECK(has(r.err, "given"));
-  r = s.run("plan " + graph + " --placer warp");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "unknown placer 'warp'"));
-  CHECK(has(r.err, "best_fit"));
-  r = s.run("plan " + graph + " --capacity lots");
-  CHECK(r.code == 2);
-  r = s.run("plan " + graph + " --capacity 1KiB");
-  CHECK(r.code == 1);
-  CHECK(has(r.err, "infeasible"));
-  CHECK(has(r.err, "no plan fits the capacity of 1024 bytes"));  // the limit given, by its name
-  r = s.run("plan " + graph + " --capacity 0x100");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "'0x100' is not a size in bytes"));
-  r = s.run("plan " + graph + " --capacity 2g");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "unknown unit 'g' (binary: K or KiB"));
-  // A budget below the op-local bound is refused at once, with the op that sets the bound.
-  r = s.run("plan " + graph + " --budget 1KiB");
-  CHECK(r.code == 1);
-  CHECK(has(r.err, "no plan of any kind needs less than"));
-  CHECK(has(r.err, "which must all be in memory while it runs"));
-  r = s.run("plan " + graph + " --capacity 1MiB -q");
-  CHECK(r.code == 0);
-  r = s.run("plan " + graph + " --bound-time 1");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "--bound-time needs --budget"));
-  r = s.run("plan " + graph + " --budget 1MiB --bound-time -1");
-  CHECK(r.code == 2);
-  CHECK(has(r.err, "--bound-time must be between 0 and 1e6 seconds"));
-  r = s.run("plan " + graph + " --no-such-flag");
-  CHECK(r.code == 2);
-  r = s.run("");
-  CHECK(r.code == 2);
-  r = s.run("frobnicate");
-  CHECK(r.code == 2);
+  struct bad_case {
+    std::string args;
+    int code;
+    std::vector<std::string> says;  // each in standard error
+  };
+  const std::vector<bad_case> cases = {
+      {"plan " + graph + " --alignment 3", 2, {"power of two"}},
+      {"plan " + graph + " --scheduler warp", 2, {"unknown scheduler 'warp'", "given"}},
+      {"plan " + graph + " --placer warp", 2, {"unknown placer 'warp'", "best_fit"}},
+      {"plan " + graph + " --capacity lots", 2, {}},
+      // The limit given, by its name.
+      {"plan " + graph + " --capacity 1KiB", 1, {"infeasible", "no plan fits the capacity of 1024 bytes"}},
+      {"plan " + graph + " --capacity 0x100", 2, {"'0x100' is not a size in bytes"}},
+      {"plan " + graph + " --capacity 2g", 2, {"unknown unit 'g' (binary: K or KiB"}},
+      // A budget below the op-local bound is refused at once, with the op that sets the bound.
+      {"plan " + graph + " --budget 1KiB", 1, {"no plan of any kind needs less than", "which must all be in memory while it runs"}},
+      {"plan " + graph + " --capacity 1MiB -q", 0, {}},
+      {"plan " + graph + " --bound-time 1", 2, {"--bound-time needs --budget"}},
+      {"plan " + graph + " --budget 1MiB --bound-time -1", 2, {"--bound-time must be between 0 and 1e6 seconds"}},
+      {"plan " + graph + " --no-such-flag", 2, {}},
+      {"", 2, {}},
+      {"frobnicate", 2, {}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    const auto r = s.run(c.args);
+    CHECK(r.code == c.code);
+    for (const auto& w : c.says) CHECK_MESSAGE(has(r.err, w), w);
+  }
 }
 
 TEST_CASE("every scheduler and placer the help lists can plan the small graph") {
