@@ -33,7 +33,7 @@ inline std::ifstream open_for_reading(const std::string& path, const std::string
   if (std::filesystem::is_directory(path, ec)) throw error(errc::io_error, "cannot read " + what + "'" + path + "': it is a directory");
   std::ifstream in(path, mode);
   if (!in) {
-    // Why, in the system's words where it is one of the usual two.
+    // Why: no file there, or one that cannot be read.
     const bool exists = std::filesystem::exists(path, ec);
     throw error(errc::io_error, "cannot open " + what + "'" + path + "': " + (!exists && !ec ? "no such file" : "permission denied or unreadable"));
   }

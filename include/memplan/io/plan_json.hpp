@@ -385,9 +385,8 @@ struct plan_with_variants {
 inline plan_with_variants parse_plan_with_variants(const problem& g, std::string_view text, const std::string& source = "<plan>") {
   const auto j = detail::parse_json_text<nlohmann::json>(text, source);
   plan_with_variants r{g, {}, {}, {}};
-  if (j.is_object())
+  if (j.is_object()) {
     if (auto it = j.find("graph"); it != j.end() && it->is_string()) r.graph_name = it->get<std::string>();
-  if (j.is_object())
     if (auto it = j.find("variants"); it != j.end()) {
       auto bad = [&](const std::string& what) { return error(errc::parse_error, source + ": " + what); };
       if (!it->is_array()) throw bad("\"variants\" is not a list of {\"op\", \"implementation\"}");
@@ -404,6 +403,7 @@ inline plan_with_variants parse_plan_with_variants(const problem& g, std::string
         throw error(errc::invalid_plan, source + ": " + e.what());
       }
     }
+  }
   r.plan = plan_from_json(r.graph, j, source);
   return r;
 }
