@@ -211,7 +211,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // It costs more than the margin above the plan to beat, and the reruns, which aim lower,
       // recompute / offload more.
       const bool by_time = tl.timed && ctx.to_beat.makespan >= 0;
-      throw error(errc::not_better, "'" + p.name() + "': not planned to the budget of " + detail::bytes_text(limit) + ": the plan aimed at it" +
+      throw error(errc::not_better, "'" + p.name() + "': not planned to " + detail::limit_text(ctx, limit) + ": the plan aimed at it" +
                                         (tl.placed() ? " placed " + detail::bytes_text(tl.arena) + " and" : ", before it was placed,") +
                                         " already " + (by_time ? "takes " : "costs ") +
                                         number_text(by_time ? tl.makespan : total_step_cost(p, tl)) + (by_time ? " s" : "") +
