@@ -25,6 +25,7 @@
 #include <memplan/remat/best_solver_free.hpp>
 #include <memplan/remat/engine.hpp>
 #include <memplan/remat/greedy.hpp>
+#include <memplan/remat/monet_greedy.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/chain.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
@@ -803,6 +804,171 @@ TEST_CASE("plan()'s budget loop keeps the cheapest plan that fits, not the one a
   const auto* said_beat = budget_note(mp_beat);
   REQUIRE(said_beat != nullptr);
   CHECK(said_beat->find(std::to_string((*honest_beat.targets)[2]) + " (not placed: it cost more than the plan to beat)") != std::string::npos);
+}
+
+namespace {
+// `greedy` at the target, and as its runner-up (when plan() asks for one) `greedy` aimed `lower`
+// bytes lower: it meets the target too, and recomputes more. The budget loop's reruns (no runners-up
+// asked for) aim `rerun_lower` bytes below their target.
+struct runner_up_checkpointer {
+  static constexpr stage_kind kind = stage_kind::checkpointer;
+  std::int64_t lower = 0, rerun_lower = 0;
+  std::shared_ptr<std::vector<std::int64_t>> targets = std::make_shared<std::vector<std::int64_t>>();
+  [[nodiscard]] std::string name() const { return "greedy with a runner-up"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    targets->push_back(ctx.memory_target);
+    auto c = ctx;
+    c.runners_up = nullptr;
+    if (ctx.runners_up) {
+      c.memory_target -= lower;
+      ctx.runners_up->push_back(run_stage(remat::greedy{}, p, tl, c));
+      c.memory_target = ctx.memory_target;
+    } else {
+      c.memory_target -= rerun_lower;
+    }
+    return run_stage(remat::greedy{}, p, std::move(tl), c);
+  }
+};
+
+// greedy_by_size, padded by `pad` bytes where its arena is above `above`: only the plans that peak
+// high place badly.
+struct padded_above_placer {
+  std::int64_t pad = 0, above = 0;
+  std::shared_ptr<int> calls = std::make_shared<int>(0);
+  [[nodiscard]] std::string name() const { return "greedy_by_size padded above a line"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const {
+    ++*calls;
+    auto pl = place::greedy_by_size{}.place(bp);
+    return pl.arena > above ? testing::padded_greedy_by_size(bp, pad) : pl;
+  }
+};
+}  // namespace
+
+TEST_CASE("plan() places the checkpointer's runners-up before aiming it lower") {
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(40, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.6 * static_cast<double>(a0));
+  ctx.deterministic = true;
+  const std::int64_t step = a0 / 20;
+  // The chosen plan peaks near the budget and is padded above it; the runner-up, aimed a step lower,
+  // is not.
+  const padded_above_placer placer{a0 / 25, ctx.budget - step / 2};
+  const auto chosen = run_stage(remat::greedy{}, p, given_timeline(p), {.memory_target = ctx.budget});
+  const auto runner = run_stage(remat::greedy{}, p, given_timeline(p), {.memory_target = ctx.budget - step});
+  REQUIRE(chosen.peak > placer.above);
+  REQUIRE(runner.peak <= placer.above);
+  REQUIRE(total_step_cost(p, runner) > total_step_cost(p, chosen));
+  SUBCASE("within the margin: the runner-up is placed and fits; the reruns that cost more are not placed") {
+    ctx.to_beat_margin = 1.0;  // the runner-up may cost up to twice the chosen plan
+    const runner_up_checkpointer ck{step, 2 * step};
+    const auto mp = plan(p, schedule::given{} | ck | placer, ctx);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= ctx.budget);
+    // The try aimed lower costs more: the lower targets are not tried, and the bisection step looks
+    // above it (deterministic: one step).
+    REQUIRE(ck.targets->size() == 3);
+    CHECK((*ck.targets)[2] > (*ck.targets)[1]);
+    CHECK(*placer.calls == 2);
+    CHECK(mp.steps == run_stage(placer, p, runner, {}).steps);
+    const auto* said = budget_note(mp);
+    REQUIRE(said != nullptr);
+    CHECK(said->find("the reducer's runners-up at that target placed: greedy (arena " + std::to_string(mp.arena) + ")") !=
+          std::string::npos);
+    CHECK(said->find("ran 2 more times, aimed at " + std::to_string((*ck.targets)[1]) + " (not placed: it cost more than the plan kept), " +
+                     std::to_string((*ck.targets)[2]) + " (not placed: it cost more than the plan kept)") != std::string::npos);
+    CHECK(said->find("kept the runner-up greedy (stage seconds are over all 3 runs and the runners' placements)") != std::string::npos);
+  }
+  SUBCASE("within the margin, and a try aimed lower that costs less than the runner-up: the try is kept") {
+    ctx.to_beat_margin = 1.0;
+    const runner_up_checkpointer ck{step, 0};
+    const auto mp = plan(p, schedule::given{} | ck | placer, ctx);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= ctx.budget);
+    REQUIRE(ck.targets->size() >= 2);
+    CHECK(total_step_cost(p, mp) < total_step_cost(p, runner));
+    const auto* said = budget_note(mp);
+    REQUIRE(said != nullptr);
+    CHECK(said->find("the reducer's runners-up at that target placed: greedy (arena ") != std::string::npos);
+    CHECK(said->find("kept the plan aimed at ") != std::string::npos);
+  }
+  SUBCASE("costlier than the margin: not placed, and the budget loop aims lower as before") {
+    ctx.to_beat_margin = 0.0;
+    const runner_up_checkpointer ck{step};
+    const auto mp = plan(p, schedule::given{} | ck | placer, ctx);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= ctx.budget);
+    CHECK(ck.targets->size() > 1);
+    const auto* said = budget_note(mp);
+    REQUIRE(said != nullptr);
+    CHECK(said->find("runners-up") == std::string::npos);
+    CHECK(said->find("more time") != std::string::npos);
+  }
+  SUBCASE("a runner-up that overshoots too: named in the note, then the reruns") {
+    ctx.to_beat_margin = 1.0;
+    const runner_up_checkpointer ck{step / 4};  // aimed a quarter step lower: still above the line
+    const auto mp = plan(p, schedule::given{} | ck | placer, ctx);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= ctx.budget);
+    CHECK(ck.targets->size() > 1);
+    const auto* said = budget_note(mp);
+    REQUIRE(said != nullptr);
+    CHECK(said->find("the reducer's runners-up at that target placed: greedy (arena ") != std::string::npos);
+    CHECK(said->find("more time") != std::string::npos);
+  }
+}
+
+TEST_CASE("best_solver_free's runners-up: distinct plans that meet the target, cheapest first, at most three") {
+  int with = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    CAPTURE(seed);
+    const auto p = testing::training_dag(seed);
+    const auto tl = given_timeline(p);
+    const auto floor = op_local_bound(p);
+    std::vector<timeline> others;
+    plan_context ctx;
+    ctx.deterministic = true;
+    ctx.memory_target = floor + (tl.peak - floor) / 2;
+    if (tl.peak <= ctx.memory_target) continue;
+    ctx.runners_up = &others;
+    const auto out = run_stage(remat::default_checkpointer{}, p, tl, ctx);
+    // Without the pointer, the same plan.
+    auto plain_ctx = ctx;
+    plain_ctx.runners_up = nullptr;
+    CHECK(run_stage(remat::default_checkpointer{}, p, tl, plain_ctx).steps == out.steps);
+    CHECK(others.size() <= plan_context::max_runners_up);
+    if (out.peak > ctx.memory_target) {
+      CHECK(others.empty());  // nothing met the target, so no other plan does
+      continue;
+    }
+    with += !others.empty();
+    const memplan::remat::detail::engine e(p, tl);
+    const auto cost_of = [&](const timeline& t) { return memplan::remat::detail::recompute_cost(e, t); };
+    double last = cost_of(out);
+    for (const auto& o : others) {
+      CHECK(o.peak <= ctx.memory_target);
+      CHECK(o.steps != out.steps);
+      memory_plan placed{run_stage(place::greedy_by_size{}, p, o, {}), {}};
+      placed.stats = timeline_stats(p, placed);
+      const auto vr = verify(p, placed);
+      CHECK_MESSAGE(vr.ok, vr.violation);
+      const double c = cost_of(o);
+      CHECK(c >= cost_of(out) - 1e-12);
+      CHECK(c >= last - 1e-12);
+      last = c;
+    }
+  }
+  MESSAGE(with << " of the random training graphs' plans came with runners-up");
+  CHECK(with >= 10);
+  // A checkpointer that runs best_solver_free inside (monet_greedy, many times) leaves none.
+  const auto p = testing::training_dag(3);
+  std::vector<timeline> others;
+  plan_context ctx;
+  ctx.deterministic = true;
+  ctx.memory_target = op_local_bound(p) + (given_timeline(p).peak - op_local_bound(p)) / 2;
+  ctx.runners_up = &others;
+  (void)run_stage(remat::monet_greedy{}, p, given_timeline(p), ctx);
+  CHECK(others.empty());
 }
 
 TEST_CASE("plan() with a plan to beat: a first run that already costs more than the margin above it is neither placed nor rerun") {

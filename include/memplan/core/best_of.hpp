@@ -125,12 +125,13 @@ class best_of {
   template <class P>
   static std::optional<plan_context> within(const plan_context& ctx, const deadline& clock, step_pacer& pace, bool have, std::string& note,
                                             const P& s) {
-    if (!clock.limited()) return ctx;
+    auto sub = ctx;
+    sub.runners_up = nullptr;  // a member's other plans are not best_of's
+    if (!clock.limited()) return sub;
     if (!pace.next() && have) {
       note += (note.empty() ? "" : ", ") + std::string(s.name()) + " skipped (time limit)";
       return std::nullopt;
     }
-    auto sub = ctx;
     sub.time_limit_s = clock.seconds_left();
     return sub;
   }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/progress.hpp>
@@ -18,6 +19,8 @@
 #include <memplan/solver/milp.hpp>
 
 namespace memplan {
+
+struct timeline;
 
 // Analyses of one problem, each computed at most once.
 class analysis_cache {
@@ -100,6 +103,16 @@ struct plan_context {
   // plan, 2.8 % costlier before its reruns, took 1.6 s of the 3.1 s.
   plan_to_beat to_beat{};
   double to_beat_margin = 0.025;  // a fraction of the plan to beat's makespan or step cost
+  // Where a checkpointer that chooses among plans (remat::best_solver_free, so the default) leaves
+  // the others that meet the memory target, in the order it would have chosen them (at most
+  // max_runners_up). plan() sets it for its first run when the pipeline's one checkpointer or
+  // offloader has only placers after it: when the chosen plan's placed arena overshoots the limit,
+  // it places these before aiming lower, since a near-equal plan may place at its peak where the
+  // chosen one does not (Inception-v3 b32 at 0.6x of its arena: greedy+keep_inplace_chains, 5.38 %,
+  // placed 3 % above its peak; greedy, 5.41 %, at its peak; aimed lower instead, the plan kept
+  // recomputed 5.68 %). nullptr: none wanted.
+  std::vector<timeline>* runners_up = nullptr;
+  static constexpr std::size_t max_runners_up = 3;
 
   // ---- operator implementations (ops that list alternatives; MONeT §4) ----
   // Checkpointers that choose implementations themselves (remat::monet_greedy, monet_ilp) choose afresh.

@@ -109,12 +109,36 @@ struct best_solver_free {
       std::apply([&](const auto&... m) { (anneal_member(m), ...); }, members);
     }
     const auto k = detail::choose(cs, target);
-    auto out = std::move(cs[k].tl);
-    auto winner = out.stages.back();
-    out.stages.pop_back();
-    winner.name = label + "(" + winner.name + ")";
-    winner.note = label + ": " + tried + "; chose " + winner.note;
-    out.stages.push_back(std::move(winner));
+    auto finish = [&](std::size_t i) {
+      auto t = std::move(cs[i].tl);
+      auto rec = t.stages.back();
+      t.stages.pop_back();
+      rec.name = label + "(" + rec.name + ")";
+      rec.note = label + ": " + tried + "; chose " + rec.note;
+      t.stages.push_back(std::move(rec));
+      return t;
+    };
+    // The other plans that meet the target, for plan() to place when the winner's arena overshoots
+    // (plan_context::runners_up): in choose's order, each a different plan (the annealed member may
+    // return its member's plan again).
+    std::vector<std::size_t> others;
+    if (ctx.runners_up) {
+      for (std::size_t i = 0; i < cs.size(); ++i)
+        if (i != k && cs[i].tl.peak <= target && !cs[i].tl.steps.empty()) others.push_back(i);
+      std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
+        return cs[a].cost < cs[b].cost || (cs[a].cost == cs[b].cost && cs[a].tl.peak < cs[b].tl.peak);
+      });
+      std::vector<std::size_t> kept;
+      for (auto i : others) {
+        const auto same = [&](std::size_t j) { return cs[j].cost == cs[i].cost && cs[j].tl.peak == cs[i].tl.peak; };
+        if (same(k) || std::any_of(kept.begin(), kept.end(), same)) continue;
+        if (kept.size() == plan_context::max_runners_up) break;
+        kept.push_back(i);
+      }
+      others = std::move(kept);
+    }
+    auto out = finish(k);
+    for (auto i : others) ctx.runners_up->push_back(finish(i));
     return out;
   }
 };

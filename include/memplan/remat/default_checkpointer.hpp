@@ -30,19 +30,25 @@ struct default_checkpointer {
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
     if (!choose_implementations || !has_implementations(p)) {
+      const auto from = ctx.runners_up ? ctx.runners_up->size() : 0;
       auto out = best_solver_free{.time_limit_s = time_limit_s}.run_as(p, std::move(tl), ctx, name());
       // With the recomputation fixed, ops move to faster implementations (none slower than their own)
       // where their workspace fits under the plan's peak (and the target): the step after
       // implementation_choice::no_slower's, which leaves the room to the checkpointer above the target.
-      if (ctx.implementations == implementation_choice::no_slower && has_implementations(p) && !out.stages.empty()) {
-        const auto before = total_step_cost(p, out);
-        if (const auto moved = upgrade_no_slower(p, out, std::min(out.peak, ctx.peak_target())); moved > 0) {
+      // The runners-up too: each is what this stage would have returned in the winner's place.
+      auto upgrade = [&](timeline& t) {
+        if (ctx.implementations != implementation_choice::no_slower || !has_implementations(p) || t.stages.empty()) return;
+        const auto before = total_step_cost(p, t);
+        if (const auto moved = upgrade_no_slower(p, t, std::min(t.peak, ctx.peak_target())); moved > 0) {
           std::ostringstream os;
           os << "; then " << moved << " ops on a faster implementation that fits under the peak (op steps cost " << before << " -> "
-             << total_step_cost(p, out) << ")";
-          out.stages.back().note += os.str();
+             << total_step_cost(p, t) << ")";
+          t.stages.back().note += os.str();
         }
-      }
+      };
+      upgrade(out);
+      if (ctx.runners_up)
+        for (auto i = from; i < ctx.runners_up->size(); ++i) upgrade((*ctx.runners_up)[i]);
       return out;
     }
     const auto records = tl.stages.size();

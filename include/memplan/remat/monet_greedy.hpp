@@ -139,6 +139,7 @@ struct monet_greedy {
       detail::set_impls(p, t0, impl);
       plain_fits = t0.peak <= target;
       auto sub = ctx;
+      sub.runners_up = nullptr;  // one inner search of many, over one choice of implementations
       // (while nothing fits, the last resort below counts as one more run)
       if (clock.limited()) sub.time_limit_s = clock.seconds_left() / std::max(1, planned - done + (!cs.empty() && !any_fits() ? 1 : 0));
       ++done;

@@ -18,6 +18,7 @@ namespace memplan::solver {
 // returns long before the solver's 30 s).
 inline plan_context warm_start_context(const plan_context& ctx, double limit, bool will_solve, const deadline* clock = nullptr) {
   auto w = ctx;
+  w.runners_up = nullptr;  // the warm start's other plans are not the stage's
   if (ctx.time_limit_s >= 0 && limit > 0) {
     const double left = clock && clock->limited() ? std::max(1e-3, clock->seconds_left()) : limit;
     w.time_limit_s = will_solve ? std::min(0.25 * limit, left) : left;
