@@ -241,8 +241,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     // plan did not (the placers' arena depends on the lifetimes' shapes, not only on the peak): each
     // that costs no more than the margin above the chosen plan (to_beat_margin) is placed, in the
     // reducer's order, until one fits. That one is the plan to beat for the reruns below: a try aimed
-    // lower that costs more is not placed and ends them (the targets below it recompute more), and the
-    // cheaper plan is kept. Inception-v3 b32 at 0.6x of its arena: greedy placed at its peak and
+    // lower that costs more is not placed and ends the tries (the targets below it recompute more),
+    // the bisection then looks above it, and the cheaper plan is kept. Inception-v3 b32 at 0.6x of its arena: greedy placed at its peak and
     // recomputes 5.41 %, where the plan aimed lower after greedy+keep_inplace_chains overshot
     // recomputed 5.68 %; on ResNet-18 and ShuffleNet-V2 the runner-up that fitted cost more than the
     // plans aimed lower (7.88 against 7.12 %, 8.71 against 8.30 %).
