@@ -20,6 +20,7 @@
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/place/default_placer.hpp>
+#include <memplan/place/exact.hpp>
 #include <memplan/place/greedy_by_size.hpp>
 #include <memplan/registry/checkpointers.hpp>
 #include <memplan/remat/best_solver_free.hpp>
@@ -853,6 +854,18 @@ struct padded_above_placer {
     return pl.arena > above ? testing::padded_greedy_by_size(bp, pad) : pl;
   }
 };
+
+// padded_above_placer, recording the placement_work_share of the context of each call.
+struct share_recording_placer {
+  padded_above_placer padded;
+  std::shared_ptr<std::vector<double>> shares = std::make_shared<std::vector<double>>();
+  [[nodiscard]] std::string name() const { return "greedy_by_size padded above a line, recording its work share"; }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp, const plan_context& c) const {
+    shares->push_back(c.placement_work_share);
+    return padded.place(bp);
+  }
+  [[nodiscard]] place::buffer_placement place(const place::buffer_problem& bp) const { return place(bp, plan_context{}); }
+};
 }  // namespace
 
 TEST_CASE("plan() places the checkpointer's runners-up before aiming it lower") {
@@ -885,6 +898,34 @@ TEST_CASE("plan() places the checkpointer's runners-up before aiming it lower") 
     CHECK(said->find("ran 2 more times, aimed at " + std::to_string((*ck.targets)[1]) + " (not placed: it cost more than the plan kept), " +
                      std::to_string((*ck.targets)[2]) + " (not placed: it cost more than the plan kept)") != std::string::npos);
     CHECK(said->find("kept the runner-up greedy (stage seconds are over all 3 runs and the runners' placements)") != std::string::npos);
+  }
+  SUBCASE("deterministic: the runners-up's placements get a quarter of the placers' work limit") {
+    ctx.to_beat_margin = 1.0;
+    const runner_up_checkpointer ck{step, 2 * step};
+    const share_recording_placer recorded{placer};
+    const auto mp = plan(p, schedule::given{} | ck | recorded, ctx);
+    CHECK(verify(p, mp).ok);
+    CHECK(mp.arena <= ctx.budget);
+    // the first run's placement, then the runner-up's
+    CHECK(*recorded.shares == std::vector<double>{1.0, 0.25});
+    // What the share does to the searching placers: a quarter of their own limit, on the work clock.
+    plan_context quarter;
+    quarter.deterministic = true;
+    quarter.placement_work_share = 0.25;
+    const auto dp = place::detail::with_context(place::default_placer{}, quarter);
+    CHECK(dp.count_work);
+    CHECK(dp.seconds() == doctest::Approx(0.25 * place::default_placer::default_time_limit_s));
+    const auto ex = place::detail::with_context(place::exact{.time_limit_s = 2.0}, quarter);
+    CHECK(ex.count_work);
+    CHECK(ex.seconds() == doctest::Approx(0.5));
+    // With the clock, the share is not used (the runners-up get a slice of the stop instead).
+    quarter.deterministic = false;
+    CHECK(place::detail::with_context(place::default_placer{}, quarter).seconds() == doctest::Approx(place::default_placer::default_time_limit_s));
+    for (const double bad_share : {0.0, -1.0, 1.5}) {
+      plan_context bad = ctx;
+      bad.placement_work_share = bad_share;
+      CHECK_THROWS_AS((void)plan(p, schedule::given{} | ck | recorded, bad), error);
+    }
   }
   SUBCASE("within the margin, and a try aimed lower that costs less than the runner-up: the try is kept") {
     ctx.to_beat_margin = 1.0;

@@ -113,6 +113,11 @@ struct plan_context {
   // recomputed 5.68 %). nullptr: none wanted.
   std::vector<timeline>* runners_up = nullptr;
   static constexpr std::size_t max_runners_up = 3;
+  // In deterministic mode, the share of their own work limit the searching placers (place::exact,
+  // place::default_placer) get, in (0, 1]. plan() gives the runners-up's placements a quarter, as
+  // the clock gives them a quarter of the first placement's time: in full, one that did not fit ran
+  // the whole search for nothing.
+  double placement_work_share = 1.0;
 
   // ---- operator implementations (ops that list alternatives; MONeT §4) ----
   // Checkpointers that choose implementations themselves (remat::monet_greedy, monet_ilp) choose afresh.

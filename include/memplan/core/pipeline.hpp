@@ -47,6 +47,8 @@ inline void validate_context(const plan_context& c) {
   if (c.budget < -1) throw error(errc::invalid_argument, "budget " + std::to_string(c.budget) + " bytes is negative");
   if (!(c.to_beat_margin >= 0.0) || c.to_beat_margin > 1e6)
     throw error(errc::invalid_argument, "to_beat_margin " + std::to_string(c.to_beat_margin) + " is not a fraction >= 0");
+  if (!(c.placement_work_share > 0.0) || c.placement_work_share > 1.0)
+    throw error(errc::invalid_argument, "placement_work_share " + std::to_string(c.placement_work_share) + " is not a fraction in (0, 1]");
   if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
   if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
 }
@@ -249,16 +251,20 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     timeline runner_up;  // the runner-up that fitted (unplaced: none)
     if (limited && tl.arena > limit && !runners_up.empty()) {
       const auto chosen = to_beat_of(p, tl);
-      // Their placements share a quarter of the first run's placing time (with the clock; counted
-      // work in deterministic mode runs them in full): one that fits is usually found early
-      // (Inception-v3 b32 at 0.6x: greedy's at its peak, in 1,836 search nodes), and one that does
-      // not would run the exact search to its limit (two runners-up that overshot on Inception-v3
-      // b32 at 0.7x: 3.5 -> 5.5 s for the plan).
+      // Their placements share a quarter of the first run's placing time (with the clock; in
+      // deterministic mode each gets a quarter of the searching placers' work limit,
+      // placement_work_share): one that fits is usually found early (Inception-v3 b32 at 0.6x:
+      // greedy's at its peak, in 1,836 search nodes), and one that does not would run the exact
+      // search to its limit (two runners-up that overshot on Inception-v3 b32 at 0.7x: 3.5 -> 5.5 s
+      // for the plan).
       double first_place_s = 0.0;
       for (const auto& r : tl.stages)
         if (r.kind == stage_kind::placer) first_place_s += r.seconds;
       plan_context place_ctx = run_ctx;
-      if (!ctx.deterministic) place_ctx.stop = run_ctx.stop.slice(std::max(0.05, 0.25 * first_place_s));
+      if (ctx.deterministic)
+        place_ctx.placement_work_share = 0.25 * run_ctx.placement_work_share;
+      else
+        place_ctx.stop = run_ctx.stop.slice(std::max(0.05, 0.25 * first_place_s));
       for (auto& alt : runners_up) {
         if (worse_by_more_than(p, alt, chosen, ctx.to_beat_margin) || (has_to_beat && behind(alt))) continue;
         if (run_ctx.stop.expired()) break;
