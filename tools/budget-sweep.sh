@@ -2,8 +2,10 @@
 # The budget sweep behind docs/recompute.md's before/after tables: `memplan plan --budget B` on every
 # bundled batch-32 training export (AlexNet and VGG aside: half their arena is below one op's working
 # set) at B = 0.4, 0.5, 0.6 and 0.7 of its arena without a budget, one line each:
-#   graph  fraction  exit-code  wall-seconds  recompute-overhead-%  arena-bytes  budget-note
-# Usage: tools/budget-sweep.sh MEMPLAN [extra `memplan plan` flags, e.g. --deterministic]
+#   graph  fraction  exit-code  wall-seconds  recompute-overhead-%  arena-bytes  makespan-s  budget-note
+# (makespan: offloaded plans only, else 0).
+# Usage: tools/budget-sweep.sh MEMPLAN [extra `memplan plan` flags, e.g. --deterministic, or
+#        --offloader default --bandwidth 12e9 for the offload sweep of docs/offload.md]
 # (FRACS="0.5 0.6" picks the fractions.) Compare two binaries by running it for each, one after the
 # other on an idle machine: with the clock, a case can give either of two plans from run to run.
 set -euo pipefail
@@ -33,7 +35,7 @@ try:
 except Exception:
     r = {}
 note = next((x for x in r.get('notes', []) if x.startswith('budget:')), '')
-print(f"{n}\t{fr}\t{rc}\t{float(e) - float(s):.2f}\t{r.get('overhead', 0) * 100:.3f}\t{r.get('arena_bytes', 0)}\t{note}")
+print(f"{n}\t{fr}\t{rc}\t{float(e) - float(s):.2f}\t{r.get('overhead', 0) * 100:.3f}\t{r.get('arena_bytes', 0)}\t{r.get('makespan', 0)}\t{note}")
 PY
   done
 done
