@@ -6,8 +6,12 @@
 # (makespan: offloaded plans only, else 0).
 # Usage: tools/budget-sweep.sh MEMPLAN [extra `memplan plan` flags, e.g. --deterministic, or
 #        --offloader default --bandwidth 12e9 for the offload sweep of docs/offload.md]
-# (FRACS="0.5 0.6" picks the fractions.) Compare two binaries by running it for each, one after the
-# other on an idle machine: with the clock, a case can give either of two plans from run to run.
+# (FRACS="0.5 0.6" picks the fractions; CASES="googlenet:0.4 inception_v3:0.7" picks graph:fraction
+# pairs instead.) Compare two binaries by running it for each, one after the other on an idle
+# machine: with the clock, a case can give either of two plans from run to run. For times, alternate
+# them case by case (what docs/recompute.md's stop 68 figures did, two rounds):
+#   for r in 1 2; do for c in googlenet:0.4 inception_v3:0.6; do for b in OLD NEW; do
+#     CASES=$c tools/budget-sweep.sh $b --deterministic; done; done; done
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "$1")
@@ -18,9 +22,15 @@ field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r.g
 for f in data/models/*-train-b32.json.gz; do
   n=$(basename "$f" -train-b32.json.gz)
   case $n in alexnet | vgg11 | vgg16) continue ;; esac
+  fracs=${FRACS:-0.4 0.5 0.6 0.7}
+  if [ -n "${CASES:-}" ]; then
+    fracs=""
+    for c in $CASES; do [ "${c%%:*}" = "$n" ] && fracs="$fracs ${c#*:}"; done
+    [ -n "$fracs" ] || continue
+  fi
   "$bin" plan "$f" -q --report-json "$tmp/free.json"
   arena=$(field arena_bytes "$tmp/free.json")
-  for fr in ${FRACS:-0.4 0.5 0.6 0.7}; do
+  for fr in $fracs; do
     b=$(python3 -c "print(int($arena * $fr))")
     rm -f "$tmp/r.json"
     s=$(date +%s.%N)
