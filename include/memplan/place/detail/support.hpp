@@ -31,7 +31,8 @@ inline constexpr std::int64_t unplaced = -1;
 // A searching placer (exact, default_placer) adjusted by a plan context: the context's time limit,
 // else the placer's own, cut to the context's stop; in deterministic mode the placer's own time limit
 // on a work clock (base/deadline.hpp: time counted from the work done, so the same input gives the
-// same placement on any machine and the search costs about what the clock would give it); the
+// same placement on any machine and the search costs about what the clock would give it), cut to
+// the context's placement_work_share of it; the
 // context's progress callback when the placer has none; the context's arena target as the placer's
 // accept level (Placer: time_limit_s, count_work, progress members, seconds(); accept and
 // minimise_to_accept where it has them).
