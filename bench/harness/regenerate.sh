@@ -2,7 +2,7 @@
 # Regenerates docs/results.md and docs/plots/*.svg from scratch: builds memplan_olla_tables (Release,
 # its own build folder) and runs it over every data/models/*.json.gz plus the zoo graphs.
 # Extra arguments go to the program (e.g. --schedule-time 10 --place-time 5, --only resnet).
-# About 2-3 minutes on 2 cores after the build (docs/benchmarks.md).
+# About 11 s for the 46 graphs on 2 cores after a 2-minute build (stop 69; docs/benchmarks.md).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${MEMPLAN_HARNESS_BUILD:-$root/build/harness}"
