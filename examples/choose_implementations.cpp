@@ -20,7 +20,7 @@
 #include <memplan/base/error.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/graph/dataflow_graph.hpp>
-#include <memplan/place/greedy_by_size.hpp>
+#include <memplan/place/default_placer.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
 #include <memplan/remat/monet_greedy.hpp>
 #include <memplan/remat/none.hpp>
@@ -88,7 +88,7 @@ outcome run(const problem& p, const Checkpointer& c, std::int64_t budget) {
     plan_context ctx;
     ctx.budget = budget;
     ctx.deterministic = true;  // the same table on every machine
-    const auto mp = plan(p, schedule::given{} | c | place::greedy_by_size{}, ctx);
+    const auto mp = plan(p, schedule::given{} | c | place::default_placer{}, ctx);
     o = {true, step_time(p, mp), mp.arena, 0, {}};
     std::vector<int> uses(conv_algorithms.size());
     for (const auto& s : mp.steps) {

@@ -76,6 +76,7 @@ int main() {
   const auto p = make_problem(chain(5, MiB));
   plan_context ctx;
   ctx.timing.bandwidth = 1024.0 * 1024.0 * 1024.0;  // 1 GiB/s: 1 MiB in ~0.98 ms
+  ctx.deterministic = true;  // work limits, not time limits: the same plans on every machine
   const auto free_run = plan(p, schedule::given{} | offload::none{} | place::greedy_by_size{}, ctx);
   std::printf("no limit: arena %.2f MiB, makespan %.2f ms\n", static_cast<double>(free_run.arena) / MiB, 1e3 * free_run.makespan);
   memory_plan last;

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : std::string(MEMPLAN_SOURCE_DIR) + "/data/models/resnet18-train-b1.json.gz";
   const auto p = io::read_graph(path);
   const auto torch_like = plan(p, schedule::given{} | place::online::first_fit{});
-  const auto ours = olla::optimize(p);
+  const auto ours = olla::optimize(p, {.deterministic = true});  // work limits: the same plan on every machine
   std::printf("3. %s: %d ops, %d tensors    given + first-fit   planned\n", p.name().c_str(), p.num_ops(), p.num_tensors());
   row("peak of the order (bytes)", torch_like.stats.peak, ours.stats.peak, "B");
   row("arena (bytes)", torch_like.arena, ours.arena, "B");
