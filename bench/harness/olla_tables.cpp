@@ -433,7 +433,7 @@ std::string report(const std::vector<measurement>& ms, const options& opt, const
         if (m) {
           ++n;
           proven += m->best_peak == m->lower_bound;
-          const double gap = static_cast<double>(m->best_peak - m->lower_bound) / static_cast<double>(m->lower_bound);
+          const double gap = m->lower_bound > 0 ? static_cast<double>(m->best_peak - m->lower_bound) / static_cast<double>(m->lower_bound) : 0.0;
           if (gap <= 0.01)
             ++within_1;
           else

@@ -3,12 +3,13 @@
 
 Usage: check_doc_output.py PROGRAM DOC [DOC ...]
 
-Runs PROGRAM (no arguments, in a scratch folder) and reads every fenced block in each DOC that directly follows a line
-starting with "<!-- checked:" (the blocks that show that program's output; blocks with timings that
-vary from run to run are left unmarked). Every non-empty line of such a block must be a line of the
+Runs PROGRAM (no arguments, in a scratch folder) and reads every fenced block in each DOC that
+directly follows a line starting with "<!-- checked:" (the blocks that show that program's output;
+blocks with timings that vary from run to run are left unmarked). Every non-empty line of such a block must be a line of the
 output, spaces aside; a line ending in "..." must begin one, and a line that is only "..." stands for
-lines left out. Exit 0 when all match, 1 with the lines that do not (and where), 2 on bad usage or
-when a DOC has no checked block (a marker lost in an edit would otherwise pass silently).
+lines left out. Exit 0 when all match, 1 with the lines that do not (and where) or when PROGRAM
+fails, 2 on bad usage, a marker without a block after it, or a DOC without a checked block (a marker
+lost in an edit would otherwise pass silently).
 """
 import os
 import re
@@ -32,7 +33,8 @@ def checked_blocks(text):
             while j < len(lines) and not lines[j].strip():
                 j += 1
             if j >= len(lines) or not lines[j].strip().startswith("```"):
-                raise SystemExit(f"line {i + 1}: a '<!-- checked:' marker not followed by a fenced block")
+                print(f"line {i + 1}: a '<!-- checked:' marker not followed by a fenced block")
+                sys.exit(2)
             k = j + 1
             while k < len(lines) and not lines[k].strip().startswith("```"):
                 k += 1
