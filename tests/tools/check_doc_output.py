@@ -5,9 +5,9 @@ Usage: check_doc_output.py PROGRAM DOC [DOC ...]
 
 Runs PROGRAM (no arguments, in a scratch folder) and reads every fenced block in each DOC that
 directly follows a line starting with "<!-- checked:" (the blocks that show that program's output;
-blocks with timings that vary from run to run are left unmarked). Every non-empty line of such a block must be a line of the
-output, spaces aside; a line ending in "..." must begin one, and a line that is only "..." stands for
-lines left out. Exit 0 when all match, 1 with the lines that do not (and where) or when PROGRAM
+blocks with timings that vary from run to run are left unmarked). Every non-empty line of such a
+block must be a line of the output, spaces aside; a line ending in "..." must begin one, and a line
+that is only "..." stands for lines left out. Exit 0 when all match, 1 with the lines that do not (and where) or when PROGRAM
 fails, 2 on bad usage, a marker without a block after it, or a DOC without a checked block (a marker
 lost in an edit would otherwise pass silently).
 """
