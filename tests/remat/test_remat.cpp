@@ -466,6 +466,62 @@ TEST_CASE("an in-place write closes the window where the value it overwrote can 
   CHECK(recomputed_in_backward(p, best, "clone") > 0);
 }
 
+TEST_CASE("a burst that overwrites a version in place also rebuilds the dropped clone made from it") {
+  // Layer l's storage h holds r = relu_(h) after the forward pass; the clone c of h is read by its
+  // activation backward, just after the linear backward of the layer above reads r. With both dropped,
+  // r's burst replays f (h), then relu_ into it: h is gone again. Without sibling rebuilds, c's own
+  // burst later replays f a second time for it (EfficientNet-B0's batch norm, clone, silu_); with
+  // them, r's burst makes c on the way, between f and relu_, and keeps it to its use.
+  const int L = 5;
+  const auto p = make_problem(clone_relu_chain(L));
+  const auto tl = given_timeline(p);
+  remat::detail::engine e(p, tl);
+  const auto chain = remat::chain_of(p, e.order(), [&](op_id o) { return e.cost(o); });
+  std::vector<std::uint8_t> drop(static_cast<std::size_t>(p.num_storages()), 0);
+  int dropped = 0;
+  for (storage_id s = 0; s < p.num_storages(); ++s)
+    if (chain.droppable(s)) {
+      drop[static_cast<std::size_t>(s)] = 1;
+      ++dropped;
+    }
+  REQUIRE(dropped >= 2 * (L - 1));
+  auto recomputes_of = [&](const timeline& t, char first) {
+    return std::count_if(t.steps.begin(), t.steps.end(), [&](const step& s) {
+      const auto& n = p.op_name(s.id);
+      return s.kind == step_kind::recompute && !n.empty() && n[0] == first && n.find('_') == std::string::npos;
+    });
+  };
+  remat::detail::drop_set_policy alone{&chain, drop};
+  remat::detail::drop_set_policy with{&chain, drop, {}, true};
+  const auto a = e.run(alone, std::numeric_limits<std::int64_t>::max(), false);
+  const auto b = e.run(with, std::numeric_limits<std::int64_t>::max(), false);
+  CHECK(testing::violation_of(p, a) == "<valid>");
+  CHECK(testing::violation_of(p, b) == "<valid>");
+  const auto fa = recomputes_of(a, 'f'), fb = recomputes_of(b, 'f');
+  MESSAGE("clone-relu chain, every droppable value dropped: f recomputed " << fa << " times alone, " << fb << " with siblings");
+  CHECK(fb > 0);
+  CHECK(fa == 2 * fb);  // each layer's f replayed once instead of twice
+  CHECK(recomputes_of(b, 'c') == recomputes_of(a, 'c'));
+  CHECK(testing::model_cost(p, b) < testing::model_cost(p, a));
+  // greedy uses them by default; the plan it returns at a tight budget costs no more than without.
+  const auto full = no_recompute_arena(p);
+  int cheaper = 0;
+  for (const double frac : {0.7, 0.6, 0.5}) {
+    const auto budget = static_cast<std::int64_t>(frac * static_cast<double>(full));
+    CAPTURE(frac);
+    try {
+      const auto on = plan(p, schedule::given{} | remat::greedy{} | place::greedy_by_size{}, {.budget = budget, .deterministic = true});
+      const auto off = plan(p, schedule::given{} | remat::greedy{.siblings = false} | place::greedy_by_size{}, {.budget = budget, .deterministic = true});
+      CHECK(verify(p, on).ok);
+      CHECK(on.stats.recompute_cost <= off.stats.recompute_cost + 1e-9);
+      cheaper += on.stats.recompute_cost < off.stats.recompute_cost - 1e-9;
+    } catch (const error& err) {
+      CHECK(err.code() == errc::infeasible);
+    }
+  }
+  CHECK(cheaper > 0);
+}
+
 TEST_CASE("a value written in place is rebuilt by replaying its in-place chain into its free storage") {
   // Linear layers whose ReLU writes into the linear's output; the backward reads the ReLU's output.
   // Before, the engine could rebuild such a value only where its storage held nothing newer -- never

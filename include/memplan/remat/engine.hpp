@@ -459,6 +459,8 @@ class engine {
     std::vector<std::uint8_t> seen(static_cast<std::size_t>(p_.num_ops()), 0);
     collect(t, ops, seen);
     if (ops.empty()) return;
+    if constexpr (requires { pol.rebuild_siblings(); })
+      if (pol.rebuild_siblings()) add_siblings(ops, seen, pol, need);
     // The order's relative order: a topological order that also runs a reader of a storage's old value
     // before the in-place write that overwrites it (the depth-first order of collect need not).
     std::sort(ops.begin(), ops.end(), [&](op_id a, op_id b) { return pos_[static_cast<std::size_t>(a)] < pos_[static_cast<std::size_t>(b)]; });
@@ -493,6 +495,38 @@ class engine {
         if (last_need[su] != static_cast<std::int32_t>(k) || !made_here[su] || pinned(s) || !on_device(s)) continue;
         const auto nu = next_use(s, now_ - 1);
         if (nu == never || (droppable(s, nu) && !pol.keep(s, now_, need))) free(s);
+      }
+    }
+  }
+  // Siblings: an in-place write of the burst (silu_ after a batch norm) overwrites a version that a
+  // dropped value was made from in the order (the pre-activation clone the activation's backward
+  // reads). Rebuilt later on its own, that value needs the old version back, so its burst replays the
+  // batch norm a second time; made now, from the version this burst has anyway, it costs its own op
+  // only, and it stays until its next use like any value a burst made (EfficientNet-B0 at half its
+  // peak rebuilt two batch norms twice). Only readers whose outputs are a storage's one version, not
+  // on the device, used again later and kept by the policy; whose other inputs are on the device.
+  template <class Policy>
+  void add_siblings(std::vector<op_id>& ops, std::vector<std::uint8_t>& seen, Policy& pol, storage_id need) {
+    const auto n = ops.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto q = ops[k];
+      for (auto x : p_.outputs(q)) {
+        const auto b = p_.inplace_of(x);
+        if (b == no_id) continue;
+        for (auto r : p_.consumers(b)) {
+          const auto ru = static_cast<std::size_t>(r);
+          if (seen[ru] || !p_.recomputable(r) || pos_[ru] >= pos_[static_cast<std::size_t>(q)] || pos_[ru] >= now_ || p_.outputs(r).empty()) continue;
+          bool ok = true;
+          for (auto y : p_.outputs(r)) {
+            const auto s = p_.storage_of(y);
+            ok = ok && p_.inplace_of(y) == no_id && p_.storage_tensors(s).size() == 1 && !on_device(s) && next_use(s, now_ - 1) != never &&
+                 pol.keep(s, now_, need);
+          }
+          for (auto in : required(r)) ok = ok && (in == b || readable(in));
+          if (!ok) continue;
+          seen[ru] = 1;
+          ops.push_back(r);
+        }
       }
     }
   }

@@ -40,6 +40,8 @@ struct drop_set_policy {
   const forward_chain* c;
   std::vector<std::uint8_t> drop_it;
   std::vector<std::uint8_t> free_after = {};
+  bool siblings = false;  // the engine's sibling rebuilds (engine::add_siblings)
+  [[nodiscard]] bool rebuild_siblings() const { return siblings; }
   [[nodiscard]] bool drop(storage_id s, std::int32_t pos) const {
     return drop_it[static_cast<std::size_t>(s)] && c->drop_point[static_cast<std::size_t>(s)] == pos;
   }
@@ -89,6 +91,9 @@ struct greedy {
   // remat::best_solver_free anneals the greedy variant that won.
   bool anneal = false;
   int anneal_steps = 0;
+  // A burst that overwrites a version in place also rebuilds the dropped values made from it
+  // (engine::add_siblings).
+  bool siblings = true;
   std::int64_t anneal_work = 1'000'000;
   [[nodiscard]] std::string name() const {
     return std::string(inplace_chains ? "greedy" : "greedy+keep_inplace_chains") + (keep_rebuild_inputs ? "+keep_rebuild_inputs" : "") +
@@ -131,7 +136,7 @@ struct greedy {
     std::vector<std::vector<std::uint8_t>> sets;  // with anneal, per candidate: its drop set (empty: an eviction run)
     std::vector<std::uint8_t> kept(rank.size(), 0);  // prefix entries kept after all (the restore pass)
     auto attempt = [&](std::size_t k, bool with_eviction, bool keep_chain_ends = false) {
-      detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0)};
+      detail::drop_set_policy pol{&c, std::vector<std::uint8_t>(static_cast<std::size_t>(p.num_storages()), 0), {}, siblings};
       for (std::size_t i = 0; i < k; ++i)
         pol.drop_it[static_cast<std::size_t>(rank[i].second)] = !kept[i] && !(keep_chain_ends && chain_end[static_cast<std::size_t>(rank[i].second)]);
       engine_stats st;
@@ -271,7 +276,7 @@ struct greedy {
     // 11.2 %); a second phase over the free bits alone did not find the transformer's 22.5 %.
     std::vector<std::uint8_t> freed(drop.size(), 0);
     auto replay = [&](double& cost) {
-      detail::drop_set_policy pol{&c, drop, freed};
+      detail::drop_set_policy pol{&c, drop, freed, siblings};
       auto tl = e.run(pol, std::numeric_limits<std::int64_t>::max(), false);
       cost = detail::recompute_cost(e, tl);
       return tl;
