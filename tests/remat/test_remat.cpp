@@ -1539,6 +1539,124 @@ TEST_CASE("greedy's drop set policy: a value rebuilt as another's input is kept 
   CHECK(testing::violation_of(p, freed) == "<valid>");
 }
 
+TEST_CASE("best_solver_free tries the scheduler's alternative orders: valid plans, never costlier than without them, the same on every run") {
+  // Each random training graph under two orders (the given one and depth_first's), each in turn the
+  // first with the other as its alternative.
+  int wins = 0, runs = 0;
+  on_training_targets(testing::full_or_sanitized(30, 6), {0.9, 0.8}, [&](const problem& p, const timeline& given, plan_context ctx) {
+    ctx.deterministic = true;
+    const auto df = schedule::depth_first().run(p);
+    const auto other = make_timeline(p, df.order);
+    if (other.order() == given.order()) return;
+    for (const auto& [first, second, second_name] : {std::tuple{&given, &other, "depth_first"}, std::tuple{&other, &given, "given"}}) {
+      CAPTURE(second_name);
+      auto with_alt = *first;
+      with_alt.alternatives = {{second_name, second->order()}};
+      const auto without = remat::best_solver_free{}.run(p, *first, ctx);
+      const auto with = remat::best_solver_free{}.run(p, with_alt, ctx);
+      CHECK(testing::violation_of(p, with) == "<valid>");
+      CHECK(with.alternatives.empty());
+      CHECK(with.steps == remat::best_solver_free{}.run(p, with_alt, ctx).steps);  // deterministic
+      if (without.peak > ctx.memory_target) continue;
+      ++runs;
+      CHECK(with.peak <= ctx.memory_target);
+      const auto a = testing::model_cost(p, without), b = testing::model_cost(p, with);
+      CHECK(b <= a + 1e-9);
+      const bool won = with.order() != first->order();
+      CHECK(won == (with.stages.back().name.find(std::string(" on ") + second_name) != std::string::npos));
+      if (won) {
+        CHECK(with.order() == second->order());
+        CHECK(b <= (1.0 - remat::best_solver_free{}.alternative_margin) * a + 1e-9);
+        ++wins;
+      }
+    }
+  });
+  MESSAGE(wins << " of " << runs << " plans that met the target came from the alternative order");
+  CHECK(runs > 0);
+}
+
+TEST_CASE("best_solver_free: an order that computes the activations' backward factors in the forward pass loses to the graph's own") {
+  // EfficientNet's SiLU blocks in small: layer l makes h = f(r), its clone c, then relu_(h); the
+  // activation's backward reads d = factor(c), a backward op that needs only c. The graph's own order
+  // computes d in the backward pass; an order that runs each factor right after its clone (as
+  // reverse_min_net_growth does on EfficientNet-B0: the same peak) keeps d, six times the clone's
+  // cost to rebuild, where the other keeps c. Under a budget the first order recomputes much more.
+  const int L = 6;
+  graph::dataflow_graph g("factor-chain");
+  auto attrs = [](const char* type, op_phase ph, double cost) {
+    graph::op_attributes a;
+    a.type = type;
+    a.phase = ph;
+    a.cost = cost;
+    return a;
+  };
+  auto x = g.add_tensor("x", 100, tensor_kind::input);
+  std::vector<graph::tensor_ref> in{x}, ws, cs;
+  for (int l = 0; l < L; ++l) {
+    const auto k = std::to_string(l);
+    auto w = g.add_tensor("w" + k, 10, tensor_kind::weight);
+    auto h = g.add_tensor("h" + k, 1000);
+    g.add_op("f" + k, {in.back(), w}, {h}, attrs("linear", op_phase::forward, 4.0));
+    auto c = g.add_tensor("c" + k, 1000);
+    g.add_op("clone" + k, {h}, {c}, attrs("clone", op_phase::forward, 1.0));
+    auto r = g.add_tensor("r" + k, 1000);
+    g.add_op("relu_" + k, {h}, {r}, attrs("relu_", op_phase::forward, 1.0));
+    g.set_inplace_of(r, h);
+    in.push_back(r);
+    ws.push_back(w);
+    cs.push_back(c);
+  }
+  auto loss = g.add_tensor("loss", 4, tensor_kind::output);
+  auto grad = g.add_tensor("dloss", 1000, tensor_kind::gradient);
+  g.add_op("loss", {in.back()}, {loss, grad}, attrs("loss", op_phase::forward, 1.0));
+  for (int l = L - 1; l >= 0; --l) {
+    const auto k = std::to_string(l);
+    auto d = g.add_tensor("d" + k, 1000, tensor_kind::gradient);
+    g.add_op("factor" + k, {cs[static_cast<std::size_t>(l)]}, {d}, attrs("silu_factor", op_phase::backward, 6.0));
+    auto gh = g.add_tensor("dh" + k, 1000, tensor_kind::gradient);
+    g.add_op("act_backward" + k, {grad, d}, {gh}, attrs("mul", op_phase::backward, 1.0));
+    auto dw = g.add_tensor("dw" + k, 10, tensor_kind::gradient);
+    std::vector<graph::tensor_ref> outs{dw};
+    if (l > 0) outs.push_back(g.add_tensor("dx" + k, 1000, tensor_kind::gradient));
+    g.add_op("linear_backward" + k, {gh, in[static_cast<std::size_t>(l)], ws[static_cast<std::size_t>(l)]}, outs,
+             attrs("linear_backward", op_phase::backward, 8.0));
+    if (l > 0) grad = outs.back();
+  }
+  const auto p = make_problem(g);
+  const auto own = given_order(p);
+  // The hoisted order: each factor right after its clone.
+  std::vector<op_id> hoisted;
+  for (auto o : own)
+    if (!p.op_name(o).starts_with("factor")) {
+      hoisted.push_back(o);
+      if (p.op_name(o).starts_with("clone")) hoisted.push_back(*p.find_op("factor" + p.op_name(o).substr(5)));
+    }
+  REQUIRE(check_topological(p, hoisted) == std::nullopt);
+  auto first = make_timeline(p, hoisted);
+  const auto other = make_timeline(p, own);
+  CHECK(first.peak == other.peak);  // the peak cannot tell them apart
+  plan_context ctx;
+  ctx.deterministic = true;
+  ctx.memory_target = static_cast<std::int64_t>(0.6 * static_cast<double>(first.peak));
+  const auto alone = remat::best_solver_free{}.run(p, first, ctx);
+  first.alternatives = {{"given", own}};
+  const auto with = remat::best_solver_free{}.run(p, first, ctx);
+  REQUIRE(alone.peak <= ctx.memory_target);
+  REQUIRE(with.peak <= ctx.memory_target);
+  CHECK(testing::violation_of(p, with) == "<valid>");
+  const auto a = testing::model_cost(p, alone), b = testing::model_cost(p, with);
+  MESSAGE("factor chain at 0.6x of its peak: " << a << " recomputed on the hoisted order, " << b << " with the given order as its alternative");
+  CHECK(with.order() == own);
+  CHECK(with.stages.back().name.find(" on given") != std::string::npos);
+  CHECK(with.stages.back().note.find("the given order tried in full") != std::string::npos);
+  CHECK(b <= 0.97 * a);
+  // Through plan(): the default scheduler's order, the default checkpointer, verified.
+  const auto mp = plan(p, schedule::default_scheduler{} | remat::default_checkpointer{} | place::default_placer{},
+                       {.budget = static_cast<std::int64_t>(0.6 * static_cast<double>(first.peak)), .deterministic = true});
+  CHECK(verify(p, mp).ok);
+  CHECK(mp.stats.recompute_cost <= b + 1e-9);
+}
+
 TEST_CASE("best_solver_free anneals a greedy winner: valid, never costlier than without, the same plan in deterministic mode") {
   int annealed = 0, cheaper = 0;
   on_training_targets(testing::full_or_sanitized(40, 8), {0.9, 0.85}, [&](const problem& p, const timeline& tl, plan_context ctx) {

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/best_of.hpp>
@@ -90,7 +92,29 @@ TEST_CASE("default: with a memory target below every order's peak, the best list
   if (is_topological(p, given_order(p))) least = std::min(least, peak_of(p, given_order(p)));
   CHECK(r.peak == least);
   CHECK(check_topological(p, r.order) == std::nullopt);
-  // A target the order bound allows: the local search runs as before.
+  // The peak decides nothing there: the second best order and the graph's own go along as
+  // alternatives for the checkpointer (timeline::alternatives), each executable, distinct, named.
+  REQUIRE_FALSE(r.alternatives.empty());
+  CHECK(r.alternatives.size() <= 2);
+  CHECK(r.note.find("alternatives for the checkpointer:") != std::string::npos);
+  for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
+    const auto& a = r.alternatives[i];
+    CAPTURE(a.policy);
+    CHECK_FALSE(a.policy.empty());
+    CHECK(check_topological(p, a.order) == std::nullopt);
+    CHECK(a.order != r.order);
+    for (std::size_t j = 0; j < i; ++j) CHECK(a.order != r.alternatives[j].order);
+  }
+  const bool given_runs = is_topological(p, given_order(p));
+  if (given_runs && given_order(p) != r.order)
+    CHECK(std::any_of(r.alternatives.begin(), r.alternatives.end(), [&](const order_alternative& a) { return a.order == given_order(p); }));
+  // They reach the timeline the pipeline passes on.
+  const auto tl = run_stage(d, p, timeline{}, ctx);
+  CHECK(tl.alternatives == r.alternatives);
+  // A target the order bound allows: the local search runs as before, and there are none.
   ctx.budget = free_run.lower_bound;
-  CHECK(d.run(p, ctx).order == free_run.order);
+  const auto allowed = d.run(p, ctx);
+  CHECK(allowed.order == free_run.order);
+  CHECK(allowed.alternatives.empty());
+  CHECK(free_run.alternatives.empty());
 }

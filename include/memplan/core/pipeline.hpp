@@ -498,6 +498,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   if (!tl.placed()) throw error(errc::invalid_plan, "the pipeline '" + s.name() + "' did not place the timeline");
 
   memory_plan mp{std::move(tl), {}};
+  mp.alternatives.clear();  // the scheduler's other orders, where no stage took them up (an offloader)
   mp.stats = timeline_stats(p, mp);
   if (!reruns.empty() || !runner_up_tries.empty()) {
     // The stage seconds are the time spent in each kind of stage over all the runs, and a note says

@@ -44,6 +44,7 @@ struct schedule_result {
   bool optimal = false;            // peak == proven minimum
   std::string policy;              // the scheduler that produced it (best_of: the winner)
   std::string note;                // fallbacks, limits hit, ... in words
+  std::vector<order_alternative> alternatives;  // other orders for the next stage (timeline::alternatives)
 };
 
 // A scheduler: s.run(p, ctx) -> schedule_result, or s.run(p) when it needs nothing from the context.
@@ -165,11 +166,24 @@ timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ct
   auto tl = make_timeline(p, r.order);
   tl.order_lower_bound = r.lower_bound;
   tl.order_optimal = r.optimal;
+  for (auto& a : r.alternatives)
+    if (!check_topological(p, a.order) && a.order != r.order) tl.alternatives.push_back(std::move(a));
   // The ops' implementations (ctx.implementations), chosen on this order.
   const auto chosen = apply_implementation_choice(p, tl, ctx, view.has_value());
   tl.stages.push_back({stage_kind::scheduler, r.policy.empty() ? stage_name(s) : r.policy, 0.0,
                        r.note.empty() ? chosen : chosen.empty() ? r.note : r.note + "; " + chosen});
   return tl;
+}
+
+// The timeline of one of tl's alternative orders (timeline::alternatives), built as the scheduler's own
+// was: its ops on the implementations ctx.implementations chooses, the scheduler's bound (a bound on
+// every order), the stage records so far. No alternatives of its own.
+inline timeline alternative_timeline(const problem& p, const timeline& tl, const order_alternative& a, const plan_context& ctx) {
+  auto alt = make_timeline(p, a.order);
+  alt.order_lower_bound = tl.order_lower_bound;
+  (void)apply_implementation_choice(p, alt, ctx, scheduling_problem(p, ctx).has_value());
+  alt.stages = tl.stages;
+  return alt;
 }
 
 // A placer places the timeline's materializations and workspaces.

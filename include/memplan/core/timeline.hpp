@@ -61,6 +61,13 @@ struct stage_record {
   std::string note;
 };
 
+// Another order a scheduler found, left for the stage after it to choose from (timeline::alternatives).
+struct order_alternative {
+  std::string policy;  // the scheduler rule that produced it ("given": the graph's own order)
+  std::vector<op_id> order;
+  friend bool operator==(const order_alternative&, const order_alternative&) = default;
+};
+
 struct timeline {
   std::vector<step> steps;
   std::vector<materialization> mats;
@@ -88,6 +95,11 @@ struct timeline {
   double compute_time = 0.0;           // seconds of the op steps alone (the makespan without a memory limit)
   double makespan_lower_bound = 0.0;   // the offloader's bound on the makespan of any plan it could make
   std::vector<stage_record> stages;    // in the order they ran
+  // Other orders the scheduler leaves to the checkpointer when the memory target is below every
+  // order's peak: the peak then decides nothing, and which order recomputes least shows only by
+  // recomputing (remat::best_solver_free tries them; schedule::default_scheduler fills them). The
+  // stage that uses them clears them.
+  std::vector<order_alternative> alternatives;
 
   [[nodiscard]] bool placed() const noexcept { return arena >= 0; }
   [[nodiscard]] std::int32_t ticks() const noexcept { return static_cast<std::int32_t>(live.size()); }

@@ -78,6 +78,7 @@ struct combined {
   [[nodiscard]] std::string name() const { return "combined"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    tl.alternatives.clear();  // the scheduler's other orders are not tried: its splits are over this order
     const auto t0 = std::chrono::steady_clock::now();
     const auto target = ctx.peak_target();
     if (target == std::numeric_limits<std::int64_t>::max() || tl.peak <= target || steps < 1) return offloader.run(p, std::move(tl), ctx);

@@ -75,6 +75,7 @@ struct monet_greedy {
   [[nodiscard]] std::string name() const { return "monet_greedy"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    tl.alternatives.clear();  // the scheduler's other orders are not tried: its implementation choice is over this order
     const auto records = tl.stages;
     const auto clock = deadline::after(ctx.time_limit_or(time_limit_s));
     if (tl.empty()) tl = given_timeline(p);

@@ -96,6 +96,7 @@ struct monet_ilp {
   }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    tl.alternatives.clear();  // the scheduler's other orders are not tried: the model and its warm start are over this order
     const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm starts and solve
     const auto clock = deadline::after(limit > 0 ? limit : -1.0);
     const auto records = tl.stages;

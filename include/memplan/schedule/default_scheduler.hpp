@@ -77,6 +77,7 @@ struct default_scheduler {
     }
     // The graph's own order competes too (last: ties go to the heuristics), so the default is
     // never worse than `given` when the given order is executable.
+    schedule_result given;
     if (top.front().peak > lb) {
       const auto gp = ctx.given_peak(p);
       if (gp >= 0) {
@@ -88,6 +89,7 @@ struct default_scheduler {
         bool dup = false;
         for (const auto& t : top) dup |= t.order == g.order;
         if (!dup) {
+          given = g;
           top.push_back(std::move(g));
           std::stable_sort(top.begin(), top.end(), [](const schedule_result& a, const schedule_result& b) { return a.peak < b.peak; });
           if (top.size() > 2) top.pop_back();
@@ -102,11 +104,24 @@ struct default_scheduler {
     // profile's area, which serves no later stage: measured at half the peak of the batch-32 exports,
     // the list order lets the default checkpointer fit ResNet-18 at 8.4 % overhead where the searched
     // one overshot, and is no worse on the 15 others (GoogLeNet 8.0 -> 7.6 %). So it is skipped.
+    // The peak then does not say which order recomputes least either: the second best order and the
+    // graph's own go with the first as alternatives (timeline::alternatives) for the checkpointer to
+    // try. EfficientNet-B0 b32 at half its peak: the lowest peak's order (reverse_min_net_growth)
+    // computes each SiLU's backward factor in the forward pass, where it replaces the cheap clone by a
+    // value six ops deep, and recomputes 10.2 %; in the given order, 9.6 %.
     const bool below_every_order = ctx.has_memory_limit() && ctx.peak_target() < lb;
     if (below_every_order && best.peak > lb) {
       note += "; local_search skipped: the memory target " + std::to_string(ctx.peak_target()) + " is below every order's peak (bound " +
               std::to_string(lb) + ")";
       best.policy = "default(" + winner + ")";
+      for (std::size_t k = 1; k < top.size(); ++k) best.alternatives.push_back({top[k].policy, top[k].order});
+      if (!given.order.empty() && given.order != best.order &&
+          std::none_of(best.alternatives.begin(), best.alternatives.end(), [&](const order_alternative& a) { return a.order == given.order; }))
+        best.alternatives.push_back({"given", given.order});
+      if (!best.alternatives.empty()) {
+        note += "; alternatives for the checkpointer:";
+        for (const auto& a : best.alternatives) note += " " + a.policy;
+      }
     } else if (best.peak > lb && p.num_ops() > 1) {
       // Local search from each of the two best orders, half the budget each: the best start is
       // not always the best basin (measured on efficientnet_b0).
