@@ -349,8 +349,10 @@ TEST_CASE("a recomputed value lives in its own materialization, placed apart fro
 // With `clone`, PyTorch's pattern for activations whose backward reads the input: c = clone(h);
 // relu_(h). Without, the backward reads the ReLU's output (relu_ and the autodiff engine's in-place
 // activations).
-graph::dataflow_graph clone_relu_chain(int layers, bool clone = true) {
-  graph::dataflow_graph g(clone ? "clone-relu" : "relu-inplace");
+// With `factors` (and `clone`), the activation's backward reads d = factor(c), a backward op of cost 6
+// that needs only the clone (EfficientNet's SiLU backward factor: sigmoid, fill_, sub_, mul, add, mul).
+graph::dataflow_graph clone_relu_chain(int layers, bool clone = true, bool factors = false) {
+  graph::dataflow_graph g(factors ? "factor-chain" : clone ? "clone-relu" : "relu-inplace");
   auto attrs = [](const char* type, op_phase ph, double cost) {
     graph::op_attributes a;
     a.type = type;
@@ -382,8 +384,13 @@ graph::dataflow_graph clone_relu_chain(int layers, bool clone = true) {
   g.add_op("loss", {in.back()}, {loss, grad}, attrs("loss", op_phase::forward, 1.0));
   for (int l = layers - 1; l >= 0; --l) {
     const auto k = std::to_string(l);
+    auto saved = cs[static_cast<std::size_t>(l)];
+    if (factors) {
+      saved = g.add_tensor("d" + k, 1000, tensor_kind::gradient);
+      g.add_op("factor" + k, {cs[static_cast<std::size_t>(l)]}, {saved}, attrs("silu_factor", op_phase::backward, 6.0));
+    }
     auto gh = g.add_tensor("dh" + k, 1000, tensor_kind::gradient);
-    g.add_op("relu_backward" + k, {grad, cs[static_cast<std::size_t>(l)]}, {gh}, attrs("threshold_backward", op_phase::backward, 1.0));
+    g.add_op("relu_backward" + k, {grad, saved}, {gh}, attrs("threshold_backward", op_phase::backward, 1.0));
     auto dw = g.add_tensor("dw" + k, 10, tensor_kind::gradient);
     std::vector<graph::tensor_ref> outs{dw};
     if (l > 0) outs.push_back(g.add_tensor("dx" + k, 1000, tensor_kind::gradient));
@@ -1581,48 +1588,7 @@ TEST_CASE("best_solver_free: an order that computes the activations' backward fa
   // computes d in the backward pass; an order that runs each factor right after its clone (as
   // reverse_min_net_growth does on EfficientNet-B0: the same peak) keeps d, six times the clone's
   // cost to rebuild, where the other keeps c. Under a budget the first order recomputes much more.
-  const int L = 6;
-  graph::dataflow_graph g("factor-chain");
-  auto attrs = [](const char* type, op_phase ph, double cost) {
-    graph::op_attributes a;
-    a.type = type;
-    a.phase = ph;
-    a.cost = cost;
-    return a;
-  };
-  auto x = g.add_tensor("x", 100, tensor_kind::input);
-  std::vector<graph::tensor_ref> in{x}, ws, cs;
-  for (int l = 0; l < L; ++l) {
-    const auto k = std::to_string(l);
-    auto w = g.add_tensor("w" + k, 10, tensor_kind::weight);
-    auto h = g.add_tensor("h" + k, 1000);
-    g.add_op("f" + k, {in.back(), w}, {h}, attrs("linear", op_phase::forward, 4.0));
-    auto c = g.add_tensor("c" + k, 1000);
-    g.add_op("clone" + k, {h}, {c}, attrs("clone", op_phase::forward, 1.0));
-    auto r = g.add_tensor("r" + k, 1000);
-    g.add_op("relu_" + k, {h}, {r}, attrs("relu_", op_phase::forward, 1.0));
-    g.set_inplace_of(r, h);
-    in.push_back(r);
-    ws.push_back(w);
-    cs.push_back(c);
-  }
-  auto loss = g.add_tensor("loss", 4, tensor_kind::output);
-  auto grad = g.add_tensor("dloss", 1000, tensor_kind::gradient);
-  g.add_op("loss", {in.back()}, {loss, grad}, attrs("loss", op_phase::forward, 1.0));
-  for (int l = L - 1; l >= 0; --l) {
-    const auto k = std::to_string(l);
-    auto d = g.add_tensor("d" + k, 1000, tensor_kind::gradient);
-    g.add_op("factor" + k, {cs[static_cast<std::size_t>(l)]}, {d}, attrs("silu_factor", op_phase::backward, 6.0));
-    auto gh = g.add_tensor("dh" + k, 1000, tensor_kind::gradient);
-    g.add_op("act_backward" + k, {grad, d}, {gh}, attrs("mul", op_phase::backward, 1.0));
-    auto dw = g.add_tensor("dw" + k, 10, tensor_kind::gradient);
-    std::vector<graph::tensor_ref> outs{dw};
-    if (l > 0) outs.push_back(g.add_tensor("dx" + k, 1000, tensor_kind::gradient));
-    g.add_op("linear_backward" + k, {gh, in[static_cast<std::size_t>(l)], ws[static_cast<std::size_t>(l)]}, outs,
-             attrs("linear_backward", op_phase::backward, 8.0));
-    if (l > 0) grad = outs.back();
-  }
-  const auto p = make_problem(g);
+  const auto p = make_problem(clone_relu_chain(6, true, true));
   const auto own = given_order(p);
   // The hoisted order: each factor right after its clone.
   std::vector<op_id> hoisted;
