@@ -1555,7 +1555,11 @@ TEST_CASE("best_solver_free tries the scheduler's alternative orders: valid plan
     const auto df = schedule::depth_first().run(p);
     const auto other = make_timeline(p, df.order);
     if (other.order() == given.order()) return;
-    for (const auto& [first, second, second_name] : {std::tuple{&given, &other, "depth_first"}, std::tuple{&other, &given, "given"}}) {
+    // (No structured bindings: clang 14 cannot capture them in CAPTURE's lambda.)
+    for (const auto& run : {std::tuple{&given, &other, "depth_first"}, std::tuple{&other, &given, "given"}}) {
+      const timeline* first = std::get<0>(run);
+      const timeline* second = std::get<1>(run);
+      const std::string second_name = std::get<2>(run);
       CAPTURE(second_name);
       auto with_alt = *first;
       with_alt.alternatives = {{second_name, second->order()}};
@@ -1570,7 +1574,7 @@ TEST_CASE("best_solver_free tries the scheduler's alternative orders: valid plan
       const auto a = testing::model_cost(p, without), b = testing::model_cost(p, with);
       CHECK(b <= a + 1e-9);
       const bool won = with.order() != first->order();
-      CHECK(won == (with.stages.back().name.find(std::string(" on ") + second_name) != std::string::npos));
+      CHECK(won == (with.stages.back().name.find(" on " + second_name) != std::string::npos));
       if (won) {
         CHECK(with.order() == second->order());
         CHECK(b <= (1.0 - remat::best_solver_free{}.alternative_margin) * a + 1e-9);
