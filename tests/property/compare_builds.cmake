@@ -13,8 +13,9 @@ set(_cases
   "plan|${DATA}/models/resnet18-train-b32.json.gz|--deterministic -q --alignment 256"
   "plan|${DATA}/models/mobilenet_v2-train-b1.json.gz|--deterministic -q --budget 85MiB"
   # the default checkpointer's greedy winner anneals its drop set here (std::pow, std::exp, mt19937
-  # draws); the 4th field is text the file must contain, so that the case keeps covering it
-  "plan|${DATA}/models/transformer-train-b1.json.gz|--deterministic -q --budget 23136692|default(greedy+anneal)"
+  # draws), over an alternative order the scheduler left (timeline::alternatives); the 4th field is
+  # text the file must contain, so that the case keeps covering both
+  "plan|${DATA}/models/transformer-train-b1.json.gz|--deterministic -q --budget 23136692|default(greedy+anneal on lookahead)"
   "plan|${DATA}/models/resnet18-train-b1.json.gz|--deterministic -q --offloader default --bandwidth 12e9 --budget 78MiB"
   "place|${DATA}/benchmarks/minimalloc/A.1048576.csv|--deterministic"
   "place|${DATA}/benchmarks/idealloc/resnet50.csv|--deterministic --placer exact")
