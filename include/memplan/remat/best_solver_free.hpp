@@ -115,6 +115,8 @@ struct best_solver_free {
     // are tried in full: a whole search per order would double the stage's time on every graph.
     // EfficientNet-B0 b32 at half its peak: 10.2 -> 9.6 % (the graph's own order).
     constexpr std::size_t greedy_member = 1;
+    static_assert(std::is_same_v<std::tuple_element_t<greedy_member, std::decay_t<decltype(members)>>, greedy>,
+                  "best_solver_free: greedy_member must name the members' greedy");
     std::optional<double> first_greedy;
     for (std::size_t i = 0; i < cs.size(); ++i)
       if (member_of[i] == greedy_member && cs[i].tl.peak <= target) first_greedy = cs[i].cost;
