@@ -3,7 +3,7 @@
 // found without a solver. Every list-scheduler rule (with DFS and given-order tie-breaks, and
 // under OLLA §4.3 early weight-update edges when the graph has update ops) runs, and the given
 // order when it is executable; local_search then improves the two best distinct orders (half the
-// budget each) and the lowest peak wins (first on ties); with a memory target below the bound on
+// time each) and the lowest peak wins (first on ties); with a memory target below the bound on
 // every order's peak (recomputation or offloading will follow) the local search is skipped. It fills
 // lower_bound (lower_bound_peak) and sets optimal when the peak reaches it.
 // Cost: 12 list schedules (forward and reverse), O((V + E) log V) each (plus the early-update transform, O(updates *
@@ -25,7 +25,7 @@
 
 namespace memplan::schedule {
 
-// The list schedulers the default (and by_name("best_of")) tries, in tie-break order.
+// The list schedulers the default (and the registry's "best_of") tries, in tie-break order.
 inline std::vector<list_scheduler> default_heuristics(bool with_early_updates = true) {
   std::vector<list_scheduler> h{peak_aware(), lookahead(), min_net_growth(), max_free(), depth_first()};
   h.push_back({priority::lookahead, true, tie_break::dfs, false, false});
@@ -40,8 +40,8 @@ inline std::vector<list_scheduler> default_heuristics(bool with_early_updates = 
 }
 
 struct default_scheduler {
-  double time_limit_s = 1.0;             // local-search budget (< 0: iterations only, fully deterministic)
-  std::int64_t max_iterations = 400000;  // local-search moves, split over the two starts (deterministic budget)
+  double time_limit_s = 1.0;             // for the local search (< 0: iterations only, fully deterministic)
+  std::int64_t max_iterations = 400000;  // local-search moves, split over the two starts (deterministic limit)
   std::uint64_t seed = 1;
 
   [[nodiscard]] std::string name() const { return "default"; }
@@ -123,7 +123,7 @@ struct default_scheduler {
         for (const auto& a : best.alternatives) note += " " + a.policy;
       }
     } else if (best.peak > lb && p.num_ops() > 1) {
-      // Local search from each of the two best orders, half the budget each: the best start is
+      // Local search from each of the two best orders, half the time each: the best start is
       // not always the best basin (measured on efficientnet_b0).
       local_search_options lo;
       lo.max_iterations = max_iterations / static_cast<std::int64_t>(top.size());
@@ -132,7 +132,7 @@ struct default_scheduler {
       std::int64_t moves = 0;
       bool time_hit = false;
       for (std::size_t k = 0; k < top.size(); ++k) {
-        // Each start gets an even share of what is left (a start may end early at its move budget).
+        // Each start gets an even share of what is left (a start may end early at its move limit).
         lo.time_limit_s = clock.limited() ? clock.seconds_left() / static_cast<double>(top.size() - k) : -1.0;
         auto im = detail::improve_order(p, top[k].order, lo, lb, ctx, "default");
         moves += im.iterations;
@@ -146,7 +146,7 @@ struct default_scheduler {
       }
       note += "; local_search: " + std::to_string(before) + " -> " + std::to_string(best.peak) + " in " + std::to_string(moves) +
               " moves from the " + std::to_string(top.size()) + " best orders";
-      if (time_hit) note += " (time budget ended it)";
+      if (time_hit) note += " (time limit ended it)";
     } else {
       best.policy = "default(" + winner + ")";
     }
