@@ -984,7 +984,11 @@ TEST_CASE("plan() places the checkpointer's runners-up before aiming it lower") 
     // With the clock, the share is not used (the runners-up get a slice of the stop instead).
     quarter.deterministic = false;
     CHECK(place::detail::with_context(place::default_placer{}, quarter).seconds() == doctest::Approx(place::default_placer::default_time_limit_s));
-    for (const double bad_share : {0.0, -1.0, 1.5}) {
+    // A share above 1 gives more (memplan place's second search: 4).
+    quarter.deterministic = true;
+    quarter.placement_work_share = 4.0;
+    CHECK(place::detail::with_context(place::default_placer{}, quarter).seconds() == doctest::Approx(4.0 * place::default_placer::default_time_limit_s));
+    for (const double bad_share : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
       plan_context bad = ctx;
       bad.placement_work_share = bad_share;
       CHECK_THROWS_AS((void)plan(p, schedule::given{} | ck | recorded, bad), error);

@@ -114,9 +114,10 @@ struct plan_context {
   std::vector<timeline>* runners_up = nullptr;
   static constexpr std::size_t max_runners_up = 3;
   // In deterministic mode, the share of their own work limit the searching placers (place::exact,
-  // place::default_placer) get, in (0, 1]. plan() gives the runners-up's placements a quarter, as
-  // the clock gives them a quarter of the first placement's time: in full, one that did not fit ran
-  // the whole search for nothing.
+  // place::default_placer) get, > 0. plan() gives the runners-up's placements a quarter, as the clock
+  // gives them a quarter of the first placement's time: in full, one that did not fit ran the whole
+  // search for nothing. `memplan place`'s second search of a set left far above its bound gives 4
+  // (apps/memplan/place_csv.hpp), as the clock gives it 3.2 s for the default placer's 0.8 s.
   double placement_work_share = 1.0;
 
   // ---- operator implementations (ops that list alternatives; MONeT §4) ----

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -47,8 +48,8 @@ inline void validate_context(const plan_context& c) {
   if (c.budget < -1) throw error(errc::invalid_argument, "budget " + std::to_string(c.budget) + " bytes is negative");
   if (!(c.to_beat_margin >= 0.0) || c.to_beat_margin > 1e6)
     throw error(errc::invalid_argument, "to_beat_margin " + std::to_string(c.to_beat_margin) + " is not a fraction >= 0");
-  if (!(c.placement_work_share > 0.0) || c.placement_work_share > 1.0)
-    throw error(errc::invalid_argument, "placement_work_share " + std::to_string(c.placement_work_share) + " is not a fraction in (0, 1]");
+  if (!(c.placement_work_share > 0.0) || !std::isfinite(c.placement_work_share))
+    throw error(errc::invalid_argument, "placement_work_share " + std::to_string(c.placement_work_share) + " is not a finite share > 0");
   if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
   if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
 }

@@ -40,7 +40,7 @@ template <class Placer>
 Placer with_context(Placer q, const plan_context& ctx) {
   if (ctx.deterministic) {
     q.count_work = true;
-    if (ctx.placement_work_share < 1.0) q.time_limit_s = ctx.placement_work_share * q.seconds();
+    if (ctx.placement_work_share != 1.0) q.time_limit_s = ctx.placement_work_share * q.seconds();
   } else {
     q.time_limit_s = ctx.time_limit_or(q.seconds());
   }
