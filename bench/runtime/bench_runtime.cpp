@@ -128,7 +128,7 @@ double memcpy_rate() {
 // copy thread; offload with inline copies.
 void offload_rows(const char* name, const memplan::ad::model& m, double memcpy_bw, int warmup, int steps) {
   using namespace memplan;
-  const auto costs = ad::calibrate(m.step, {.budget_seconds = 10.0});
+  const auto costs = ad::calibrate(m.step, {.time_limit_s = 10.0});
   const auto prob = ad::make_problem(m.step, costs);
   const auto sched = schedule::default_scheduler{};
   for (const double link : {0.0, 2e9}) {

@@ -356,7 +356,7 @@ TEST_CASE("implementations: the eager runner runs each node's chosen implementat
   CHECK_THROWS_AS(eager_runner(m.step, {.impl = bad}), memplan::error);
 }
 
-TEST_CASE("costs: flop_costs, calibrate (seconds, every implementation timed), budget fallback") {
+TEST_CASE("costs: flop_costs, calibrate (seconds, every implementation timed), time-limit fallback") {
   auto m = models::cnn({.batch = 2, .width_mult = 2}, sgd{0.1f});
   const auto f = flop_costs(m.step);
   CHECK(f.in == cost_table::unit::flops);
@@ -372,9 +372,9 @@ TEST_CASE("costs: flop_costs, calibrate (seconds, every implementation timed), b
     CHECK(c.measured[i] == 1);
     for (auto s : c.cost[i]) CHECK((s > 0.0 && std::isfinite(s)));
   }
-  // A budget that runs out during the first node: that node is measured (the budget is checked after
+  // A time limit that runs out during the first node: that node is measured (the limit is checked after
   // each node), the rest estimated from their FLOPs at the measured seconds per FLOP.
-  const auto b = calibrate(m.step, {.repeats = 1, .min_sample_seconds = 0.0, .budget_seconds = 1e-12});
+  const auto b = calibrate(m.step, {.repeats = 1, .min_sample_seconds = 0.0, .time_limit_s = 1e-12});
   CHECK(b.in == cost_table::unit::seconds);
   CHECK(b.measured[0] == 1);
   std::size_t estimated = 0;
@@ -384,8 +384,8 @@ TEST_CASE("costs: flop_costs, calibrate (seconds, every implementation timed), b
       for (std::size_t k = 0; k < b.cost[i].size(); ++k) CHECK(b.cost[i][k] == doctest::Approx(f.cost[i][k] * b.cost[0][0] / f.cost[0][0]));
   }
   CHECK(estimated == m.step.nodes.size() - 1);
-  // No budget: nothing timed, the FLOP-based table.
-  const auto z = calibrate(m.step, {.budget_seconds = 0.0});
+  // No time limit: nothing timed, the FLOP-based table.
+  const auto z = calibrate(m.step, {.time_limit_s = 0.0});
   CHECK(z.in == cost_table::unit::flops);
   CHECK(z.cost == f.cost);
 }

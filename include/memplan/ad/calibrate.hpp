@@ -6,10 +6,10 @@
 //                   implementations, on the node's own shapes over scratch buffers (random values;
 //                   zeros in the slots that carry indices: labels, token ids, argmax), the median of
 //                   `repeats` samples, each sample repeating the kernel until it lasts at least
-//                   `min_sample_seconds`. The budget is checked after each node: the nodes left when
-//                   `budget_seconds` has run out are estimated from their FLOPs at the seconds per
+//                   `min_sample_seconds`. The time limit is checked after each node: the nodes left when
+//                   `time_limit_s` has run out are estimated from their FLOPs at the seconds per
 //                   FLOP the measured defaults showed (the fallback), and flagged not measured. A
-//                   budget <= 0 measures nothing: the result is flop_costs(p).
+//                   time limit <= 0 measures nothing: the result is flop_costs(p).
 //
 // Either table is consistent within itself (one unit for every op, as the planners expect).
 #include <algorithm>
@@ -30,7 +30,7 @@ namespace memplan::ad {
 struct calibration_options {
   int repeats = 5;                  // timed samples per (node, implementation); the median is kept
   double min_sample_seconds = 2e-4; // one sample repeats the kernel until it lasts this long
-  double budget_seconds = 20.0;     // for the whole program; nodes not reached by then are estimated (<= 0: none timed)
+  double time_limit_s = 20.0;       // for the whole program; nodes not reached by then are estimated (<= 0: none timed)
   std::uint64_t seed = 1;           // of the scratch inputs
 };
 
@@ -96,7 +96,7 @@ inline cost_table calibrate(const program& p, const calibration_options& o = {})
   t.in = cost_table::unit::seconds;
   double measured_seconds = 0.0, measured_flops = 0.0;
   float_buffer ws;
-  for (std::size_t i = 0; i < p.nodes.size() && o.budget_seconds > 0.0; ++i) {
+  for (std::size_t i = 0; i < p.nodes.size() && o.time_limit_s > 0.0; ++i) {
     const auto& n = p.nodes[i];
     detail::node_buffers b(p, n, o.seed + i);
     for (std::int32_t k = 0; k < implementation_count(n.kind); ++k) {
@@ -107,7 +107,7 @@ inline cost_table calibrate(const program& p, const calibration_options& o = {})
     t.measured[i] = 1;
     measured_seconds += t.cost[i][0];
     measured_flops += n.flops;
-    if (std::chrono::duration<double>(clock::now() - start).count() > o.budget_seconds) break;
+    if (std::chrono::duration<double>(clock::now() - start).count() > o.time_limit_s) break;
   }
   if (measured_flops <= 0.0) return flop_costs(p);
   const double seconds_per_flop = measured_seconds / measured_flops;
