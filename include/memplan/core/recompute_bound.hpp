@@ -185,8 +185,8 @@ struct min_cover {
   std::vector<std::int32_t>& uses;  // all 0 on entry and on return
   double incumbent = std::numeric_limits<double>::infinity();
 
-  min_cover(const std::vector<cover_item>& its, const std::vector<double>& costs, std::int64_t node_budget, recompute_bound_scratch& sc)
-      : items(its), op_cost(costs), nodes(node_budget), paid(sc.paid), uses(sc.uses) {
+  min_cover(const std::vector<cover_item>& its, const std::vector<double>& costs, std::int64_t node_limit, recompute_bound_scratch& sc)
+      : items(its), op_cost(costs), nodes(node_limit), paid(sc.paid), uses(sc.uses) {
     for (const auto& it : items) {
       ++uses[static_cast<std::size_t>(it.op)];
       for (auto o : it.also) ++uses[static_cast<std::size_t>(o)];
@@ -309,7 +309,7 @@ struct recompute_bound_step {
 
 // `writers_of(s)`: the recomputable ops one of which must run again (after v) to rebuild what s
 // holds at v. `needs_of(w, also)`: false when w cannot run again after v; else the other ops that
-// must then run again too, appended to `also`. `nodes`: the branch and bound's node budget (0: the
+// must then run again too, appended to `also`. `nodes`: the branch and bound's node limit (0: the
 // fractional bound only).
 template <class Writers, class Needs>
 recompute_bound_step recompute_bound_at(const problem& p, const recompute_bound_tables& tb, recompute_bound_scratch& scratch, op_id v,

@@ -1,16 +1,16 @@
 #pragma once
 // place::default_placer -- the placer to use without thinking: zero fragmentation (arena ==
-// arena_lower_bound, OLLA §4.4/§5.4) whenever it finds it within its budget, else the best arena found
+// arena_lower_bound, OLLA §4.4/§5.4) whenever it finds it within its time limit, else the best arena found
 // with its gap in `note`.
 //
 // When the problem falls apart in time (detail::split_in_time: the buffers live throughout at the
 // bottom, pieces above them that no buffer crosses, e.g. the micro-batches of a gradient-accumulation
 // trace), each distinct piece is placed on its own (repeated pieces once; pieces with the same
-// lifetimes take one model's arrangement) with a share of the budget, minimising down to the largest
+// lifetimes take one model's arrangement) with a share of the time limit, minimising down to the largest
 // piece bound.
 // Then, unless that met the bound: greedy_by_breadth (zero fragmentation on most training graphs in
 // milliseconds), best_fit and first fit in allocation order if that misses the bound (each only while
-// the bound is missed); then place::exact searches from their best for the rest of the budget
+// the bound is missed); then place::exact searches from their best for the rest of the time limit
 // (decision mode when the problem has a finite capacity: the first placement that fits ends it; in
 // minimisation from a start more than 1 % above the bound, three quarters of it); greedy_by_size and
 // pyramid only if time is left after that; in minimisation, the order search
@@ -70,7 +70,7 @@ inline time_pieces split_in_time(const buffer_problem& p) {
     (b.lower == first && b.upper == last ? tp.global : rest).push_back(i);
   }
   // Whether the rest falls apart at all, first: a sweep (O(n) on compact steps) instead of the sort
-  // that lines the pieces up (at 100k buffers that sort was a tenth of a 50 ms budget, for one piece).
+  // that lines the pieces up (at 100k buffers that sort was a tenth of a 50 ms time limit, for one piece).
   std::size_t apart = 0, live = 0;
   for (const auto& e : memplan::detail::lifetime_events(p, [&](std::size_t i) {
          const auto& b = p.buffers[i];
@@ -151,7 +151,7 @@ struct first_fit_by_allocation {
 // concatenations among short rebuilt buffers), 11.0 % above max load after the greedy passes.
 // Stops at `target`, at the deadline (a pass cut short is discarded), after `max_iterations` passes,
 // or after `stall` passes in a row without a lower arena. The generator is seeded and mt19937_64's
-// sequence is fixed by the standard: with an iteration budget instead of the clock (deterministic
+// sequence is fixed by the standard: with an iteration limit instead of the clock (deterministic
 // mode) the same input gives the same placement everywhere.
 struct order_search_result {
   std::vector<std::int64_t> offsets;
@@ -300,14 +300,14 @@ struct default_placer {
     const auto reserve = 4e-6 * static_cast<double>(n);
     if (decompose) {
       // The pieces keep back the final check's time (with a margin: GoogLeNet b32 x 82, 69,492 buffers:
-      // 100 ms): after them a whole-problem pass runs only if a quarter of the budget is left.
+      // 100 ms): after them a whole-problem pass runs only if a quarter of the time limit is left.
       if (auto by_pieces = place_by_pieces(relaxed, pass_until, level)) {
         const auto note = by_pieces->note;
         consider(std::move(*by_pieces));
         tried += " (" + note + ")";
       }
     }
-    // After the pieces, the whole problem only if a good part of the budget is left.
+    // After the pieces, the whole problem only if a good part of the time limit is left.
     const bool whole = best.offsets.empty() || (!good(best) && until.seconds_left() > std::max(2 * reserve, 0.25 * seconds()));
     // A pass starts only if its setup (about 1 us per buffer) fits in the time left; with too little
     // time for a whole greedy pass, the best-fit sweep first (a cut pass is usually worse).

@@ -16,13 +16,13 @@
 //  * the first round starts with preorder "O" (the incumbent's offsets): one dive rebuilds a
 //    pushed-down copy of the incumbent, which often closes a greedy gap at once on big problems;
 //  * decision mode: feasibility searches at min(accept, best - 1) under the preorders "WAT", "TAW" and
-//    "TWA" in turn, with node budgets doubling from 2n (MiniMalloc's round robin). A restart skips
+//    "TWA" in turn, with node limits doubling from 2n (MiniMalloc's round robin). A restart skips
 //    every subtree an earlier run of the same preorder finished, so doubling costs little;
 //  * minimisation, bound first: the same at the proven bound (max load is the usual optimum; a
-//    finished search without a placement raises the bound) for a fifth of the time or node budget;
+//    finished search without a placement raises the bound) for a fifth of the time or node limit;
 //  * then descent: targets `best - step` (step = a quarter of the gap, halved when a probe gives up,
-//    renewed after an improvement; the budget restarts at a quarter after each improvement), the
-//    bound still probed with a quarter of the budget. Time goes to improving the arena instead of
+//    renewed after an improvement; the node limit restarts at a quarter after each improvement), the
+//    bound still probed with a quarter of the node limit. Time goes to improving the arena instead of
 //    binary-search midpoints that can neither be reached nor refuted;
 //  * window_bounds = true: window_lower_bound (window_bound.hpp: exhaustive search on short windows of
 //    the time axis) may raise the proven bound when max load is not reached in the first rounds.
@@ -178,8 +178,8 @@ struct exact {
         const std::vector<std::string> preorders{"WAT", "TAW", "TWA"}, first_round{"O", "WAT", "TAW", "TWA"};
         search.set_hint(best);
         std::int64_t step = 0;  // descent step (minimisation); 0: recompute from the gap
-        const std::int64_t first_budget = std::max<std::int64_t>(16, 2 * static_cast<std::int64_t>(search.size()));
-        std::int64_t budget = first_budget;
+        const std::int64_t first_probe_limit = std::max<std::int64_t>(16, 2 * static_cast<std::int64_t>(search.size()));
+        std::int64_t probe_limit = first_probe_limit;
         int round = 0;
         double last_report = 0.0;
         bool windows_tried = false;
@@ -187,7 +187,7 @@ struct exact {
         // One probe: returns its outcome, updates best / proven.
         const auto probe = [&](std::int64_t target, const std::string& keys, std::int64_t nodes_cap) {
           const auto cap = std::min(nodes_cap, nodes_left());
-          if (cap <= 0) return outcome::aborted;  // (a negative budget would mean "unlimited" to decide)
+          if (cap <= 0) return outcome::aborted;  // (a negative limit would mean "unlimited" to decide)
           const auto before = search.nodes();
           const auto r = search.decide(target, keys, cap, until, found);
           nodes += search.nodes() - before;
@@ -201,44 +201,44 @@ struct exact {
           return r;
         };
         // Minimisation runs in two phases. Bound first: the decision search at the proven bound (max
-        // load is the usual optimum) until a fifth of the time or node budget is spent (or the budget
+        // load is the usual optimum) until a fifth of the time or node limit is spent (or the node limit
         // per probe reaches 2^10 x 2n). Then descent: targets below the incumbent, `step` = a quarter of
-        // the gap (halved when a probe gives up, recomputed after an improvement), with a budget that
+        // the gap (halved when a probe gives up, recomputed after an improvement), with a node limit that
         // doubles per round and restarts at a quarter after each improvement; the bound is probed on
-        // with a quarter of that budget (proofs by exhaustion, or max load found late).
+        // with a quarter of that limit (proofs by exhaustion, or max load found late).
         const double phase_a_seconds = std::min(until.seconds_left(), 1e9) / 5;
         const auto phase_a_until = until.slice(phase_a_seconds);  // (on until's clock)
         const std::int64_t phase_a_nodes = node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit / 5;
         bool descending = decision;  // (decision mode has a single target)
         while (!finished() && !until.expired() && nodes_left() > 0) {
-          if (!descending && (phase_a_until.expired() || nodes >= phase_a_nodes || budget > (first_budget << 10))) {
+          if (!descending && (phase_a_until.expired() || nodes >= phase_a_nodes || probe_limit > (first_probe_limit << 10))) {
             descending = true;
-            budget = first_budget;
+            probe_limit = first_probe_limit;
           }
           for (const auto& keys : round == 0 ? first_round : preorders) {
             if (finished() || until.expired() || nodes_left() <= 0) break;
             if (decision) {
-              (void)probe(std::min(level, best_arena - 1), keys, budget);
+              (void)probe(std::min(level, best_arena - 1), keys, probe_limit);
               continue;
             }
             // The lowest target worth a probe (minimising to accept: nothing below accept is needed).
             const auto lowest = std::max(proven, level);
             if (!descending) {
-              (void)probe(lowest, keys, budget);
+              (void)probe(lowest, keys, probe_limit);
               continue;
             }
-            if (probe(lowest, keys, std::max<std::int64_t>(16, budget / 4)) == outcome::found || finished()) continue;
+            if (probe(lowest, keys, std::max<std::int64_t>(16, probe_limit / 4)) == outcome::found || finished()) continue;
             if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - lowest) / 4);
             const auto target = std::max(lowest, best_arena - step);
-            const auto r = target > lowest ? probe(target, keys, budget) : outcome::aborted;
+            const auto r = target > lowest ? probe(target, keys, probe_limit) : outcome::aborted;
             if (r == outcome::found) {
               step = 0;
-              budget = std::max(first_budget, budget / 4);
+              probe_limit = std::max(first_probe_limit, probe_limit / 4);
             } else if (r == outcome::aborted) {
               step = std::max<std::int64_t>(1, step / 2);
             }
           }
-          budget = std::min<std::int64_t>(2 * budget, std::int64_t{1} << 50);
+          probe_limit = std::min<std::int64_t>(2 * probe_limit, std::int64_t{1} << 50);
           ++round;
           // Progress at most twice a second (rounds can take microseconds).
           if (progress) {
@@ -251,7 +251,7 @@ struct exact {
             }
           }
           // Max load not met after the first rounds: short windows of the time axis may prove more.
-          if (!decision && window_bounds && !windows_tried && !finished() && budget >= 64 * static_cast<std::int64_t>(search.size())) {
+          if (!decision && window_bounds && !windows_tried && !finished() && probe_limit >= 64 * static_cast<std::int64_t>(search.size())) {
             windows_tried = true;
             const auto w = window_lower_bound(p, {.until = &until, .cap = best_arena});
             if (w.bytes > proven) {

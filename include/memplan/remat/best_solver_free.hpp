@@ -1,11 +1,11 @@
 #pragma once
-// remat::best_solver_free -- the best plan of the solver-free checkpointers within a time budget, over
+// remat::best_solver_free -- the best plan of the solver-free checkpointers within a time limit, over
 // the implementations the timeline already has (no operator choice; remat::default_checkpointer adds
 // that on graphs with implementation alternatives). They run while time is left, fast ones first
 // (Chen's Alg. 3 segments, then greedy's fine-grained eviction, Chen's segments with the cheap-results
 // rule, greedy keeping the values that end in-place chains, the chain DP, revolve, and greedy keeping
 // the inputs that rebuild what it drops), each searching
-// within what is left of the budget; the winner is the first plan that meets the memory target at the
+// within what is left of the time limit; the winner is the first plan that meets the memory target at the
 // least recompute cost (best_of's rule for checkpointers), and without a target the timeline is
 // returned unchanged. A greedy winner then runs again annealing its drop set (`anneal`).
 // Deterministic in deterministic mode (all run).
@@ -70,7 +70,7 @@ struct best_solver_free {
     // Then greedy's fine-grained drops and evictions, which win on graphs with cheap activations
     // (ResNet-50 at 0.7x: 4.1 % against 19.7 %) but take seconds on large or dense graphs.
     // Last: greedy keeping rebuild inputs (DenseNet-121 at half its peak: 11.3 % against greedy's 36.8 %),
-    // which runs only while a share of the budget is left (ResNet-1001's search already takes 0.9 s).
+    // which runs only while a share of the time limit is left (ResNet-1001's search already takes 0.9 s).
     const auto members = std::make_tuple(chen_budget{}, greedy{}, chen_budget{.drop_cheap = true}, greedy{.inplace_chains = false}, chain_dp{},
                                          revolve{}, greedy{.keep_rebuild_inputs = true});
     // The last member takes what the others leave: they keep the even shares they had without it.

@@ -1,6 +1,6 @@
 #pragma once
 // remat::default_checkpointer -- what `memplan plan --budget B` runs when no checkpointer is named.
-// remat::best_solver_free (the best plan of the solver-free checkpointers within the time budget,
+// remat::best_solver_free (the best plan of the solver-free checkpointers within the time limit,
 // least recompute cost, each op on the implementation the timeline gives it; then, under
 // implementation_choice::no_slower, faster implementations where they fit under the plan's peak). With
 // choose_implementations = true, on a graph whose ops list implementation alternatives (MONeT's

@@ -85,7 +85,7 @@ inline std::vector<std::pair<op_id, op_id>> early_update_edges(const problem& p,
             if (it->second.level > f.best.level) f.best = it->second;
             continue;
           }
-          if (++start_visits > per_start || ++visits > max_visits) continue;  // budget spent: keep what was found
+          if (++start_visits > per_start || ++visits > max_visits) continue;  // visit limit reached: keep what was found
           visited.emplace(snk, found{});  // provisional (a DAG has no cycles; guards repeated pushes)
           stack.push_back({snk, 0, {}});
           descended = true;
@@ -121,7 +121,7 @@ inline std::vector<std::pair<op_id, op_id>> early_update_edges(const problem& p,
           if (used[static_cast<std::size_t>(q)] != v) {
             used[static_cast<std::size_t>(q)] = v;
             next.push_back(q);
-            ++visits;  // ring members count against the budget too
+            ++visits;  // ring members count against the visit limit too
           }
       // nearest starts first (their walks find the anchors cheaply), then by id: deterministic
       std::sort(next.begin(), next.end(), [&](op_id a, op_id b) {

@@ -8,7 +8,7 @@
 // Evaluation is incremental: moving op o from position i to j only changes the liveness of the
 // storages o touches and shifts the ops in [min(i,j), max(i,j)] by one, so a move costs
 // O(|j - i| + users of o's storages + log V) (a max segment tree keeps the peak outside the
-// window), never a full profile. Deterministic for a given seed and iteration budget; the time
+// window), never a full profile. Deterministic for a given seed and iteration limit; the time
 // limit is a safety cap (when it ends the search, the note says so, and the result then depends on
 // the machine's speed).
 #include <algorithm>

@@ -28,7 +28,7 @@
 // total of a section the buffer lives in), compared in turn, larger first; ties by buffer index.
 //
 // The constructor checks a deadline while it builds the overlap lists (O(n log n + pairs)); decide()
-// checks its own at every node and candidate and stops at a node budget. Deterministic for a given budget.
+// checks its own at every node and candidate and stops at a node limit. Deterministic for a given node limit.
 // The search is a loop over an explicit stack of frames (no recursion): its depth, one level per placed
 // buffer, costs heap memory, not the caller's thread stack.
 #include <algorithm>
@@ -227,14 +227,14 @@ class canonical_search {
 
   // Searches placements with arena <= target under the preorder `keys`; on `found`, offsets (indexed
   // like the problem's buffers; zero-size buffers at 0 or their pin) hold one.
-  outcome decide(std::int64_t target, const std::string& keys, std::int64_t node_budget, const deadline& until,
+  outcome decide(std::int64_t target, const std::string& keys, std::int64_t node_limit, const deadline& until,
                  std::vector<std::int64_t>& offsets) {
     if (!ready_ || until.expired()) return outcome::aborted;  // (the constructor may have run out of time)
     const auto m = active_.size();
     target_ = target;
     keys_ = keys;
     memo_ = &memo_for(target, keys);
-    budget_ = node_budget < 0 ? -1 : nodes_ + node_budget;
+    node_limit_ = node_limit < 0 ? -1 : nodes_ + node_limit;
     until_ = &until;
     for (std::size_t k = 0; k < m; ++k)
       if (size_[k] > target || (fixed_[k] >= 0 && fixed_[k] + size_[k] > target)) return outcome::infeasible;
@@ -439,7 +439,7 @@ class canonical_search {
   std::optional<outcome> start_node(frame& f) {
     const part& pt = *f.pt;
     ++nodes_;
-    if (budget_ >= 0 && nodes_ > budget_) return outcome::aborted;  // budget_ is absolute
+    if (node_limit_ >= 0 && nodes_ > node_limit_) return outcome::aborted;  // node_limit_ is absolute
     if (until_->expired()) return outcome::aborted;  // a clock read is cheap next to a node's O(part) work
     until_->charge(node_scan_weight * static_cast<std::int64_t>(pt.buffers.size()));  // the fingerprint's pass
     // One pass: the lowest top any unplaced buffer can reach, and the fingerprint of everything the
@@ -707,7 +707,7 @@ class canonical_search {
   int sections_ = 0;
   std::vector<std::int64_t> section_total_;
   // search state
-  std::int64_t target_ = 0, budget_ = -1, nodes_ = 0;
+  std::int64_t target_ = 0, node_limit_ = -1, nodes_ = 0;
   std::string keys_;
   const deadline* until_ = nullptr;
   std::vector<int> rank_, cuts_, initial_cuts_;
@@ -716,7 +716,7 @@ class canonical_search {
   std::vector<std::int64_t> off_, min_off_, total_, best_;
   std::vector<std::int64_t> scratch_;  // per-node arrays, used as a stack
   std::vector<std::int64_t> hint_;
-  // Failed states per (target, preorder): a restart with a doubled node budget skips every subtree
+  // Failed states per (target, preorder): a restart with a doubled node limit skips every subtree
   // the previous runs finished. The few most recently used tables are kept.
   failure_cache& memo_for(std::int64_t target, const std::string& keys) {
     ++clock_;

@@ -720,7 +720,7 @@ inline double wrap_up_seconds(std::size_t buffers) { return 1.5e-6 * static_cast
 inline double greedy_pass_seconds(std::size_t buffers) { return 5e-6 * static_cast<double>(buffers); }
 
 // The cheapest valid passes: an allocator replayed over time (frees before allocations at equal
-// steps), best fit or first fit, O(n log n). What a composite placer starts from when its budget cannot
+// steps), best fit or first fit, O(n log n). What a composite placer starts from when its time limit cannot
 // pay for a whole greedy pass (on dnn_like sets of 100k buffers best fit lands 0.1 % above max load in
 // 20-25 ms, where a cut greedy pass stacks most of its buffers on top). Same interface as the greedy
 // placers' offsets(). Without pins, first fit with a step's allocations larger first places exactly
