@@ -169,7 +169,7 @@ TEST_CASE("checkmate_ilp: a fitting warm start is the first incumbent, size guar
     CHECK(out2.stages.back().note.find("binaries > max_binaries = 10") != std::string::npos);
   }
   {
-    // time_limit 0: no search past the root node; whatever comes back verifies.
+    // time_limit_s 0: no search past the root node; whatever comes back verifies.
     auto ctx = testing::with_cbc(target);
     ctx.time_limit_s = 0;
     const auto out = remat::checkmate_ilp{}.run(p, tl, ctx);

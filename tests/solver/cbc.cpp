@@ -356,7 +356,7 @@ TEST_CASE("solver::cbc: tiny time limit without an incumbent gives no_solution a
   std::vector<s::var> x;
   const s::model m = market_split(x);
   s::options o;
-  o.time_limit = 0.05;
+  o.time_limit_s = 0.05;
   const s::solution r = s::cbc{}.solve(m, o);
   CHECK(r.status == s::status::no_solution);
   CHECK_FALSE(r.has_incumbent());
@@ -415,7 +415,7 @@ TEST_CASE("solver::cbc: time limits never turn a feasible model into 'infeasible
   REQUIRE(full.status == s::status::optimal);
   for (const double limit : {0.05, 0.15, 0.25, 0.3, 0.35, 0.45}) {
     s::options o;
-    o.time_limit = limit;
+    o.time_limit_s = limit;
     const s::solution r = s::cbc{}.solve(m, o);
     INFO("time limit " << limit << ": " << std::string(s::to_string(r.status)) << ", " << r.message);
     CHECK(r.status != s::status::infeasible);
@@ -465,7 +465,7 @@ TEST_CASE("solver::cbc: a feasible warm start is the incumbent under node limit 
   CHECK(r.objective <= start_obj + 1e-9);
 
   s::options tiny;
-  tiny.time_limit = 0.01;
+  tiny.time_limit_s = 0.01;
   const s::solution rt = s::cbc{}.solve(m, tiny);
   CHECK(rt.has_incumbent());
   check_incumbent(m, rt);
@@ -543,7 +543,7 @@ TEST_CASE("solver::cbc: options (gap, threads, verbosity 0) and determinism") {
   check_incumbent(m, l);
   CHECK(l.objective >= 0.5 * best - 1e-9);
 
-  CHECK_THROWS_AS((void)s::cbc{}.solve(m, {.time_limit = -1}), memplan::error);
+  CHECK_THROWS_AS((void)s::cbc{}.solve(m, {.time_limit_s = -1}), memplan::error);
 
   // expert arguments reach CbcMain1 and do not change the optimum
   const s::cbc no_cuts{.arguments = {"-cuts", "off", "-preprocess", "off"}};
@@ -647,7 +647,7 @@ TEST_CASE("solver::cbc isolated: a crash in CBC's child process is reported, and
 TEST_CASE("solver::cbc isolated: a hang past the time limit is killed by the watchdog") {
   s::model m = knapsack_with_start();
   s::options o = exact();
-  o.time_limit = 0.2;
+  o.time_limit_s = 0.2;
   const auto r = s::cbc{.isolate = true, .watchdog_grace_s = 0.3, .inject_fault = s::cbc::fault::hang}.solve(m, o);
   INFO(r.message);
   CHECK(r.message.find("past its time limit") != std::string::npos);

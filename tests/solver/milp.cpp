@@ -244,8 +244,8 @@ TEST_CASE("solver::options: validation") {
   auto bad = [](s::options o, const std::string& part) {
     expect_error([&] { s::validate(o); }, errc::invalid_argument, {"solver options", part});
   };
-  bad({.time_limit = 0}, "time_limit");
-  bad({.time_limit = std::numeric_limits<double>::quiet_NaN()}, "time_limit");
+  bad({.time_limit_s = 0}, "time_limit_s");
+  bad({.time_limit_s = std::numeric_limits<double>::quiet_NaN()}, "time_limit_s");
   bad({.relative_gap = -1}, "relative_gap");
   bad({.absolute_gap = s::infinity}, "absolute_gap");
   bad({.threads = 0}, "threads");

@@ -89,7 +89,7 @@ void milp_bound_solve(recompute_milp_bound& out, solver::model& m, const std::ve
   for (std::size_t i = 0; i < xs.size(); ++i)
     objective += solver::expr(xs[i], 100.0 * op_cost[static_cast<std::size_t>(x_op[i])] / tb.compute_cost);
   m.minimize(objective);
-  const auto sol = backend.solve(m, {.time_limit = limit, .relative_gap = 1e-6});
+  const auto sol = backend.solve(m, {.time_limit_s = limit, .relative_gap = 1e-6});
   ++out.ops_examined;
   double percent = 0.0;
   if (sol.status == solver::status::optimal) {

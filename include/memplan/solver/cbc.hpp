@@ -289,10 +289,10 @@ class cbc {
       ::_exit(0);
     }
     ::close(fds[1]);
-    const bool watchdog = std::isfinite(o.time_limit);
-    const double grace = std::max(watchdog_grace_s, 0.1 * o.time_limit);
+    const bool watchdog = std::isfinite(o.time_limit_s);
+    const double grace = std::max(watchdog_grace_s, 0.1 * o.time_limit_s);
     const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(watchdog ? o.time_limit + grace : 0.0));
+                                   std::chrono::duration<double>(watchdog ? o.time_limit_s + grace : 0.0));
     std::string bytes;
     const bool finished = detail::cbc_read_until_eof(fds[0], bytes, deadline, watchdog);
     ::close(fds[0]);
@@ -301,7 +301,7 @@ class cbc {
     while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
     if (!finished)
-      return failed("CBC ran " + detail::cbc_num(grace) + " s past its time limit of " + detail::cbc_num(o.time_limit) +
+      return failed("CBC ran " + detail::cbc_num(grace) + " s past its time limit of " + detail::cbc_num(o.time_limit_s) +
                     " s; its child process was killed");
     solution s;
     s.backend = "cbc";
@@ -357,12 +357,12 @@ class cbc {
     OsiClpSolverInterface lp;
     if (o.verbosity == 0) lp.messageHandler()->setLogLevel(0);
     lp.loadProblem(matrix, col_lb.data(), col_ub.data(), obj.data(), row_lb.data(), row_ub.data());
-    if (std::isfinite(o.time_limit)) {
+    if (std::isfinite(o.time_limit_s)) {
       // CBC checks its clock only between LP solves, and one LP of a large degenerate model can
       // take minutes; so Clp gets a wall-clock limit too, a little after CBC's own (CBC should stop
       // first whenever it can). An LP cut short by it makes CBC's verdicts unreliable; see
       // read_result().
-      const double left = std::max(o.time_limit - elapsed(), 1e-3);
+      const double left = std::max(o.time_limit_s - elapsed(), 1e-3);
       lp.getModelPtr()->setMaximumWallSeconds(left + std::max(0.1, 0.05 * left));
     }
     for (int j = 0; j < n; ++j) {
@@ -390,8 +390,8 @@ class cbc {
 
     std::vector<std::string> args{"memplan", "-log", std::to_string(o.verbosity == 0 ? 0 : o.verbosity),
                                   "-timeMode", "elapsed"};
-    if (std::isfinite(o.time_limit)) {
-      const double left = std::max(o.time_limit - elapsed(), 1e-3);
+    if (std::isfinite(o.time_limit_s)) {
+      const double left = std::max(o.time_limit_s - elapsed(), 1e-3);
       args.insert(args.end(), {"-sec", detail::cbc_num(left)});
       // Measured (CBC 2.10, clang build, 0.05 s limit): a clock that stops CGL preprocessing makes
       // CglPreProcess::postProcess crash (SIGSEGV). Under a second, preprocessing is off (then CBC
@@ -415,7 +415,7 @@ class cbc {
     // "infeasible" (or "optimal") for a feasible model. Verdicts reached at the deadline are not
     // trusted.
     const bool at_deadline =
-        std::isfinite(o.time_limit) && elapsed() >= o.time_limit - std::max(1e-3, 0.01 * o.time_limit);
+        std::isfinite(o.time_limit_s) && elapsed() >= o.time_limit_s - std::max(1e-3, 0.01 * o.time_limit_s);
     read_result(m, o, cbc_model, flip, at_deadline, s);
   }
 
@@ -429,7 +429,7 @@ class cbc {
     const bool time_hit = at_deadline || secondary == 4 || cm.isSecondsLimitReached();
     const bool node_hit = secondary == 3 || cm.isNodeLimitReached();
     auto limit_text = [&] {
-      if (time_hit) return "time limit of " + detail::cbc_num(o.time_limit) + " s hit";
+      if (time_hit) return "time limit of " + detail::cbc_num(o.time_limit_s) + " s hit";
       if (node_hit) return "node limit of " + std::to_string(o.node_limit.value_or(-1)) + " nodes hit";
       if (secondary == 8) return std::string("iteration limit hit");
       if (secondary == 5) return std::string("stopped by an event");

@@ -9,7 +9,7 @@
 //   auto x = m.add_binary("x"), y = m.add_integer(0, 10, "y");
 //   m.add(3 * x + 2 * y <= 12, "capacity");
 //   m.maximize(5 * x + y);
-//   solver::solution s = solver::cbc{}.solve(m, {.time_limit = 10});
+//   solver::solution s = solver::cbc{}.solve(m, {.time_limit_s = 10});
 #include <memplan/base/error.hpp>
 
 #include <algorithm>
@@ -486,7 +486,9 @@ class model {
 // ---- options -----------------------------------------------------------------------------------
 
 struct options {
-  double time_limit = infinity;  // wall-clock seconds for the whole solve
+  // Wall-clock seconds for the whole solve; infinity (the default): no time limit. validate()
+  // rejects 0, negative values and NaN (for the root node only, set node_limit = 0 instead).
+  double time_limit_s = infinity;
   double relative_gap = 1e-4;    // stop when |incumbent - bound| <= relative_gap * |incumbent|
   double absolute_gap = 1e-6;    // ... or when |incumbent - bound| <= absolute_gap
   int threads = 1;               // > 1 may make results depend on timing
@@ -497,7 +499,7 @@ struct options {
 // Throws errc::invalid_argument naming the bad option.
 inline void validate(const options& o) {
   auto bad = [](const std::string& what) { throw error(errc::invalid_argument, "solver options: " + what); };
-  if (!(o.time_limit > 0)) bad("time_limit must be > 0 seconds (got " + std::to_string(o.time_limit) + ")");
+  if (!(o.time_limit_s > 0)) bad("time_limit_s must be > 0 seconds (got " + std::to_string(o.time_limit_s) + ")");
   if (!(o.relative_gap >= 0) || std::isinf(o.relative_gap)) bad("relative_gap must be finite and >= 0");
   if (!(o.absolute_gap >= 0) || std::isinf(o.absolute_gap)) bad("absolute_gap must be finite and >= 0");
   if (o.threads < 1) bad("threads must be >= 1 (got " + std::to_string(o.threads) + ")");

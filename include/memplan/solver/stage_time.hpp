@@ -30,12 +30,12 @@ inline plan_context warm_start_context(const plan_context& ctx, double limit, bo
 // only); nullopt when nothing is left for a solve.
 inline std::optional<options> options_within(const deadline& clock, double limit) {
   options so;
-  so.time_limit = infinity;
+  so.time_limit_s = infinity;
   if (limit == 0) {
     so.node_limit = 0;
   } else if (clock.limited()) {
     if (clock.expired()) return std::nullopt;
-    so.time_limit = clock.seconds_left();
+    so.time_limit_s = clock.seconds_left();
   }
   return so;
 }
