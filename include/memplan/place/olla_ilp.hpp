@@ -31,6 +31,7 @@
 #include <memplan/core/any_stage.hpp>
 #include <memplan/core/buffer.hpp>
 #include <memplan/core/context.hpp>
+#include <memplan/core/solver_time.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/detail/support.hpp>
 #include <memplan/place/lower_bound.hpp>
@@ -61,7 +62,7 @@ struct olla_ilp {
     const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm start and solve
     const auto clock = deadline::after(limit > 0 ? limit : -1.0);
     const auto relaxed = detail::without_capacity(p);
-    auto heur = warm_start.place(relaxed, solver::warm_start_context(ctx, limit, solver.available()));
+    auto heur = warm_start.place(relaxed, warm_start_context(ctx, limit, solver.available()));
     if (auto bad = check(relaxed, heur))
       throw error(errc::invalid_plan, "place::olla_ilp: warm-start placer '" + warm_start.name() + "' returned an invalid placement: " + *bad);
     const auto lb0 = std::max(arena_lower_bound(p), heur.lower_bound);

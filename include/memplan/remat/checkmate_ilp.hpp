@@ -67,6 +67,7 @@
 #include <memplan/core/context.hpp>
 #include <memplan/core/plan.hpp>
 #include <memplan/core/problem.hpp>
+#include <memplan/core/solver_time.hpp>
 #include <memplan/core/stage.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
@@ -1251,7 +1252,7 @@ inline timeline with_impls(const problem& p, const timeline& tl, const std::vect
 template <class Describe>
 std::string add_warm_start(const problem& p, const timeline& tl, const any_checkpointer& warm_start, const plan_context& ctx,
                            double limit, bool will_solve, const deadline& clock, std::vector<ilp_candidate>& cands, Describe&& describe) {
-  auto w = warm_start.run(p, tl, solver::warm_start_context(ctx, limit, will_solve, &clock));
+  auto w = warm_start.run(p, tl, warm_start_context(ctx, limit, will_solve, &clock));
   std::string wnote;
   for (std::size_t k = tl.stages.size(); k < w.stages.size(); ++k)
     if (!w.stages[k].note.empty()) wnote += (wnote.empty() ? "" : "; ") + w.stages[k].note;

@@ -57,6 +57,7 @@
 #include <memplan/core/problem.hpp>
 #include <memplan/core/problem_builder.hpp>
 #include <memplan/core/stage.hpp>
+#include <memplan/core/solver_time.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/early_updates.hpp>
 #include <memplan/solver/milp.hpp>
@@ -443,7 +444,7 @@ struct olla_ilp {
     const auto& solver = backend.available() ? backend : ctx.solver;
     const auto limit = ctx.time_limit_or(time_limit_s);  // the whole stage: warm start and solve
     const auto clock = deadline::after(limit > 0 ? limit : -1.0);
-    auto heur = warm_start.run(p, solver::warm_start_context(ctx, limit, solver.available() && p.num_ops() <= max_ops));
+    auto heur = warm_start.run(p, warm_start_context(ctx, limit, solver.available() && p.num_ops() <= max_ops));
     if (auto bad = check_topological(p, heur.order))
       throw error(errc::invalid_plan, "schedule::olla_ilp: warm-start scheduler '" + warm_start.name() +
                                           "' returned an invalid order: " + *bad);
