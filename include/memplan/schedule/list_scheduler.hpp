@@ -409,7 +409,7 @@ struct list_scheduler {
 
 static_assert(scheduler<list_scheduler>);
 
-// The named heuristics (schedule::by_name knows them by these names).
+// The named heuristics (registry/schedulers.hpp lists them by these names: memplan::schedulers()).
 inline list_scheduler depth_first() { return {priority::depth_first, false, tie_break::dfs, false, false}; }
 inline list_scheduler min_net_growth() { return {priority::min_net_growth, false, tie_break::dfs, false, false}; }
 inline list_scheduler max_free() { return {priority::max_free, false, tie_break::dfs, false, false}; }
