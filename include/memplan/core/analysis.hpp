@@ -180,14 +180,13 @@ struct memory_profile {
   std::int32_t peak_step = -1;     // first step reaching the peak (-1 when the graph has no ops)
 };
 
-// The profile of an order: O(ops + storages) with a difference array. Throws if the order is not
-// topological (names the first violation).
-inline memory_profile profile(const problem& p, std::span<const op_id> order) {
-  if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "not a topological order: " + *bad);
+namespace detail {
+// The profile of a topological order from its storage lifetimes (storage_lifetimes(p, order)), for
+// callers that checked the order and need the lifetimes too: neither is derived a second time.
+inline memory_profile profile_from_lifetimes(const problem& p, std::span<const op_id> order, const std::vector<lifetime>& lt) {
   const auto n = order.size();
   memory_profile m;
   std::vector<std::int64_t> diff(n + 1, 0);
-  const auto lt = storage_lifetimes(p, order);
   for (storage_id s = 0; s < p.num_storages(); ++s) {
     const auto& l = lt[static_cast<std::size_t>(s)];
     if (!l.live() || n == 0) continue;
@@ -204,7 +203,21 @@ inline memory_profile profile(const problem& p, std::span<const op_id> order) {
   m.peak = std::max(p.resident_bytes(), m.peak_step < 0 ? 0 : m.live[static_cast<std::size_t>(m.peak_step)]);
   return m;
 }
+}  // namespace detail
+
+// The profile of an order: O(ops + storages) with a difference array. Throws if the order is not
+// topological (names the first violation).
+inline memory_profile profile(const problem& p, std::span<const op_id> order) {
+  if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "not a topological order: " + *bad);
+  return detail::profile_from_lifetimes(p, order, storage_lifetimes(p, order));
+}
 
 inline std::int64_t peak_of(const problem& p, std::span<const op_id> order) { return profile(p, order).peak; }
+
+// Peak of an order, or -1 when it is not topological (one check, not a second one inside profile()).
+inline std::int64_t peak_if_topological(const problem& p, std::span<const op_id> order) {
+  if (check_topological(p, order)) return -1;
+  return detail::profile_from_lifetimes(p, order, storage_lifetimes(p, order)).peak;
+}
 
 }  // namespace memplan

@@ -49,8 +49,7 @@ class analysis_cache {
   // Peak of the graph's given order (-1 when that order is not executable).
   std::int64_t given_peak() {
     if (!given_peak_) {
-      const auto g = given_order(*p_);
-      given_peak_ = is_topological(*p_, g) ? peak_of(*p_, g) : -1;
+      given_peak_ = peak_if_topological(*p_, given_order(*p_));
     }
     return *given_peak_;
   }
@@ -201,8 +200,7 @@ struct plan_context {
   // Peak of p's given order (-1: not executable), from the cache when it is p's.
   [[nodiscard]] std::int64_t given_peak(const problem& p) const {
     if (cache && &cache->of() == &p) return cache->given_peak();
-    const auto g = given_order(p);
-    return is_topological(p, g) ? peak_of(p, g) : -1;
+    return peak_if_topological(p, given_order(p));
   }
 
   // The cache for p (one is made, unshared, when the context has none or it belongs to another problem).

@@ -163,7 +163,7 @@ timeline scheduler_timeline(const S& s, const problem& p, const plan_context& ct
   }
   if (auto bad = check_topological(p, r.order))
     throw error(errc::invalid_plan, "scheduler '" + stage_name(s) + "' returned an invalid order: " + *bad);
-  auto tl = make_timeline(p, r.order);
+  auto tl = timeline_of_topological(p, r.order);  // (checked just above)
   tl.order_lower_bound = r.lower_bound;
   tl.order_optimal = r.optimal;
   for (auto& a : r.alternatives)

@@ -208,14 +208,10 @@ inline void derive_profile(const problem& p, timeline& tl, std::span<const std::
   }
   tl.peak = std::max(p.resident_bytes(), tl.peak_tick < 0 ? std::int64_t{0} : tl.live[static_cast<std::size_t>(tl.peak_tick)]);
 }
-}  // namespace detail
 
-// The timeline of a topological order: compute steps, each storage freed right after the step of its
-// last use (resident and output storages stay), one materialization per non-empty storage, and the
-// profile -- all from one pass over the storage lifetimes. Throws errc::invalid_argument naming the
-// first violation when `order` is not a topological order.
-inline timeline make_timeline(const problem& p, std::span<const op_id> order) {
-  if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "not a topological order: " + *bad);
+// make_timeline for an order the caller has already checked (core/stage.hpp's scheduler_timeline
+// checks the scheduler's order with its own error): the order is not checked a second time.
+inline timeline timeline_of_topological(const problem& p, std::span<const op_id> order) {
   if (auto* c = p.counters()) ++c->timelines;
   timeline tl;
   const auto lt = storage_lifetimes(p, order);
@@ -250,6 +246,16 @@ inline timeline make_timeline(const problem& p, std::span<const op_id> order) {
   }
   detail::derive_profile(p, tl, tick_step);
   return tl;
+}
+}  // namespace detail
+
+// The timeline of a topological order: compute steps, each storage freed right after the step of its
+// last use (resident and output storages stay), one materialization per non-empty storage, and the
+// profile -- all from one pass over the storage lifetimes. Throws errc::invalid_argument naming the
+// first violation when `order` is not a topological order.
+inline timeline make_timeline(const problem& p, std::span<const op_id> order) {
+  if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "not a topological order: " + *bad);
+  return detail::timeline_of_topological(p, order);
 }
 
 // The timeline of the graph's given order (errc::invalid_graph naming the op when it does not run).

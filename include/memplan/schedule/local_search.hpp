@@ -93,7 +93,8 @@ inline improved_order improve_order(const problem& p, std::vector<op_id> order, 
   if (auto bad = check_topological(p, order)) throw error(errc::invalid_argument, "local_search: base order is not topological: " + *bad);
   const auto clock = deadline::after(ctx.deterministic ? -1.0 : opt.time_limit_s);
   const memory_facts mf(p);
-  const auto prof = profile(p, order);
+  const auto lts = storage_lifetimes(p, order);  // the order is checked: its profile from these lifetimes
+  const auto prof = memplan::detail::profile_from_lifetimes(p, order, lts);
   if (n <= 1) { res.order = std::move(order); res.peak = prof.peak; return res; }
 
   const auto ns = static_cast<std::size_t>(p.num_storages());
@@ -109,7 +110,6 @@ inline improved_order improve_order(const problem& p, std::vector<op_id> order, 
     to_end[si] = p.live_to_end(s) ? 1 : 0;
     if (to_end[si]) to_end_total += p.storage_bytes(s);
   }
-  const auto lts = storage_lifetimes(p, order);
   std::vector<std::int32_t> first(ns, 0), last(ns, 0);
   for (std::size_t s = 0; s < ns; ++s) { first[s] = lts[s].first; last[s] = lts[s].last; }
   std::vector<std::int32_t> pos(static_cast<std::size_t>(n));
