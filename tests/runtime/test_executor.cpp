@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include <memplan/core/pipeline.hpp>
 #include <memplan/offload/default_offloader.hpp>
@@ -119,6 +120,19 @@ TEST_CASE("executor: a planned run reproduces the eager run bit for bit, and tou
     CHECK(std::memcmp(a.data(), b.data(), a.size()) == 0);
     CHECK(eager.peak_bytes() == mp.stats.given_peak);  // the eager allocations follow the memory rule exactly
   }
+}
+
+TEST_CASE("executor: a temporary problem is refused at compile time, an lvalue one is taken") {
+  // The executors keep a pointer to the problem, so their constructors from `const problem&&` are
+  // deleted: a temporary (or moved-from) problem does not compile, with every argument list.
+  using ex = runtime::executor<>;
+  static_assert(!std::is_constructible_v<ex, problem&&, memory_plan>);
+  static_assert(!std::is_constructible_v<ex, problem, memory_plan, runtime::executor_options>);
+  static_assert(!std::is_constructible_v<ex, const problem&&, memory_plan, runtime::executor_options, runtime::host_backend>);
+  static_assert(std::is_constructible_v<ex, const problem&, memory_plan>);
+  static_assert(std::is_constructible_v<ex, problem&, memory_plan, runtime::executor_options, runtime::host_backend>);
+  static_assert(!std::is_constructible_v<runtime::eager_executor, problem&&>);
+  static_assert(std::is_constructible_v<runtime::eager_executor, const problem&>);
 }
 
 TEST_CASE("executor: an overlapping plan is refused by verify and, forced, corrupts the numbers under poisoning") {
