@@ -38,7 +38,7 @@ namespace adplanned {
 
 using namespace memplan;
 
-// A scheduler whose answer was computed once (by_name's scheduler on this problem): lets one
+// A scheduler whose answer was computed once (the registry's scheduler of that name on this problem): lets one
 // schedule be placed by every placer without re-running a 1-second search per pair.
 struct precomputed {
   schedule_result result;
