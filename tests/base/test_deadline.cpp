@@ -54,6 +54,22 @@ TEST_CASE("step_pacer: the first step always starts, then only while the time le
     step_pacer unlimited(never);
     CHECK(unlimited.next(1000));  // no limit: the reserve asks for nothing
   }
+  SUBCASE("an expected first step: the first starts only where the time left covers it, the later ones by the steps measured") {
+    const auto d = deadline::after(1.0);
+    step_pacer too_long(d, 2.0);
+    CHECK_FALSE(too_long.next());
+    step_pacer fits(d, 0.5);
+    CHECK(fits.next());
+    CHECK(fits.next(1));  // the later steps are paced by the steps measured (~0 s here), not the expectation
+    const auto expired = deadline::after(0);
+    step_pacer late(expired, 1e-9);
+    CHECK_FALSE(late.next());  // unlike the plain pacer, not even the first step past the deadline
+    const auto never = deadline::never();
+    step_pacer unlimited(never, 100.0);
+    CHECK(unlimited.next());  // no limit: every step starts
+    step_pacer zero(expired, 0.0);
+    CHECK(zero.next());  // 0: the plain pacer's first step
+  }
   SUBCASE("short steps under a long limit keep going") {
     const auto d = deadline::after(60.0);
     step_pacer pace(d);

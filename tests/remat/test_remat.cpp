@@ -22,6 +22,7 @@
 #include <memplan/place/default_placer.hpp>
 #include <memplan/place/exact.hpp>
 #include <memplan/place/greedy_by_size.hpp>
+#include <memplan/offload/policies.hpp>
 #include <memplan/registry/checkpointers.hpp>
 #include <memplan/remat/best_solver_free.hpp>
 #include <memplan/remat/engine.hpp>
@@ -1297,7 +1298,7 @@ struct stop_recorder {
 };
 }  // namespace
 
-TEST_CASE("plan() under a time limit: the budget reruns stop within one shared period, and a whole-plan stop keeps half for them") {
+TEST_CASE("plan() under a time limit: the budget reruns stop within one shared period, and a whole-plan stop keeps most of it for them") {
   // A padded placer makes the first placement overshoot the budget, so plan() reruns the checkpointer.
   const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(64, 1 << 16, 1 << 16, 1.0, 2.0)));
   const auto a0 = no_recompute_arena(p);
@@ -1323,15 +1324,58 @@ TEST_CASE("plan() under a time limit: the budget reruns stop within one shared p
     }
   }
   {
-    // A stop for the whole plan: the first run gets half of it, the rest is kept for the reruns.
+    // A stop for the whole plan: the first run gets 0.4 of it, the rest is kept for the reruns.
     plan_context whole = ctx;
     whole.time_limit_s = -1.0;
     whole.stop = deadline::after(20.0);
     const auto s = stops_under(whole);
     CHECK(s[0].first);
-    CHECK(s[0].second <= 10.0);
+    CHECK(s[0].second <= 8.0);
     for (std::size_t i = 1; i < s.size(); ++i) CHECK(s[i].second <= 20.0);
   }
+}
+
+namespace {
+// offload::greedy behind a fixed cost its clock cannot cut (an offloader's simulations), recording
+// the memory target of each run.
+struct slow_offloader {
+  static constexpr stage_kind kind = stage_kind::offloader;
+  double seconds = 0.2;
+  std::shared_ptr<std::vector<std::int64_t>> targets = std::make_shared<std::vector<std::int64_t>>();
+  [[nodiscard]] std::string name() const { return "slow greedy"; }
+  [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
+    targets->push_back(ctx.peak_target());
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return run_stage(offload::greedy{}, p, std::move(tl), ctx);
+  }
+};
+}  // namespace
+
+TEST_CASE("plan() under a whole-plan stop with an offloader: no try starts that its window cannot hold") {
+  // The first run takes 0.2 s of a 0.52 s stop; the tries' window then keeps the least target's run
+  // back (min(first run, half of the 0.32 s left) = 0.16 s), leaving 0.16 s, less than a run like the
+  // first: the first try (aimed lower by the overshoot) does not start, and the second run is the
+  // margin's (twice the overshoot lower). Before, the try started, and where it overshot, a run that
+  // cannot be cut short took the margin's time.
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(64, 1 << 16, 1 << 16, 1.0, 2.0)));
+  const auto a0 = no_recompute_arena(p);
+  plan_context ctx;
+  ctx.budget = static_cast<std::int64_t>(0.7 * static_cast<double>(a0));
+  ctx.timing.bandwidth = 12e9;
+  ctx.stop = deadline::after(0.52);
+  const slow_offloader off;
+  const auto mp = plan(p, schedule::given{} | off | padded_placer{a0 / 25}, ctx);
+  CHECK(verify(p, mp));
+  CHECK(mp.arena <= ctx.budget);
+  REQUIRE(off.targets->size() >= 2);
+  // Without a stop the second run is the first try, aimed higher than the margin.
+  plan_context unstopped = ctx;
+  unstopped.stop = deadline::never();
+  const slow_offloader off2{.seconds = 0.0};
+  (void)plan(p, schedule::given{} | off2 | padded_placer{a0 / 25}, unstopped);
+  REQUIRE(off2.targets->size() >= 2);
+  CHECK((*off.targets)[0] == (*off2.targets)[0]);
+  CHECK((*off.targets)[1] < (*off2.targets)[1]);
 }
 
 TEST_CASE("plan() with a budget and a stop already past: a verified plan, or a refusal that names the clock") {

@@ -10,6 +10,7 @@
 // load: deterministic mode (plan_context::deterministic) runs the placers' searches that way, with
 // their usual time limits, instead of on node counts that cost 13 us on one problem and 200 us on
 // another.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -90,6 +91,10 @@ class deadline {
 class step_pacer {
  public:
   explicit step_pacer(const deadline& d) : d_(&d) {}
+  // expected_first (> 0): the length the first step is expected to take (a rerun of work timed once):
+  // it too then starts only when the time left covers that. The later steps are paced by the steps
+  // measured, as without it (a rerun cut to a shorter window than the work it repeats is shorter).
+  step_pacer(const deadline& d, double expected_first) : d_(&d), expected_first_(std::max(0.0, expected_first)) {}
   // reserved_steps: time for that many more steps of the longest length is left over as well (a last
   // resort that must still run after the loop).
   [[nodiscard]] bool next(int reserved_steps = 0) {
@@ -98,7 +103,7 @@ class step_pacer {
     if (!started_) {
       started_ = true;
       last_ = now;
-      return true;
+      return expected_first_ <= 0.0 || (!d_->expired() && d_->seconds_left() >= expected_first_ * (1.0 + reserved_steps));
     }
     const double step = std::chrono::duration<double>(now - last_).count();
     if (step > longest_) longest_ = step;
@@ -113,6 +118,7 @@ class step_pacer {
   bool started_ = false;
   deadline::clock::time_point last_{};
   double longest_ = 0.0;
+  double expected_first_ = 0.0;
 };
 
 }  // namespace memplan
