@@ -363,11 +363,11 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // at the clock), and with an offloader its time too (its simulations -- the choice and the
       // final build -- run whatever its clock says). A try that starts short of that ends past the
       // window and leaves the margin's run no time: on adversarial-training-800 at a 0.25 s stop,
-      // `refined` made 3 runs of about 0.1 s (0.317 s; now the margin's run at once, 0.247 s), and the
-      // checkpointer `greedy` 3 runs, the last two 0.05 s each, 0.04 s of it placing (0.271-0.284 s).
-      // A checkpointer's search is cut to the window (seeded with its first run's time, the default
-      // checkpointer on RegNet-Y-400MF b32 at that stop went to the margin, whose plan overshot, and
-      // the least target's run took plan() to 0.30 s). The later tries are paced by the tries.
+      // `refined` made 3 runs of about 0.1 s (0.317 s; now the margin's run at once, 0.247 s). For a
+      // checkpointer only the placers' part counts: its search is cut to the window (seeded with its
+      // whole first run, the default checkpointer on RegNet-Y-400MF b32 at that stop went to the
+      // margin, whose plan overshot, and the least target's run took plan() to 0.30 s). The later
+      // tries are paced by the tries.
       double first_rerun_s = 0.0;
       bool offloads = false;
       for (std::size_t k = kept_records; k < tl.stages.size(); ++k) {
