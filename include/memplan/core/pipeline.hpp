@@ -309,9 +309,16 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // With a checkpointer and an offloader, both are kept back, by what followed the last of them
       // (the CLI's pipeline has checkpointer `none` before the offloader: kept back by the
       // offloader's own time before, the offloader itself not at all).
+      // (The first run's reducers and placers: their whole time and whether one offloads pace the
+      // first try under a whole-plan stop, below.)
       std::size_t last_reducer = kept_records;
-      for (std::size_t k = kept_records; k < tl.stages.size(); ++k)
+      double first_rerun_s = 0.0;
+      bool offloads = false;
+      for (std::size_t k = kept_records; k < tl.stages.size(); ++k) {
         if (tl.stages[k].kind == stage_kind::checkpointer || tl.stages[k].kind == stage_kind::offloader) last_reducer = k;
+        first_rerun_s += tl.stages[k].seconds;
+        offloads |= tl.stages[k].kind == stage_kind::offloader;
+      }
       double after_reducer_s = 0.0;
       for (std::size_t k = last_reducer + 1; k < tl.stages.size(); ++k) after_reducer_s += tl.stages[k].seconds;
       // With `to_beat` (the plan kept so far), the run is placed only if the reducer's plan costs no
@@ -368,12 +375,6 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
       // whole first run, the default checkpointer on RegNet-Y-400MF b32 at that stop went to the
       // margin, whose plan overshot, and the least target's run took plan() to 0.30 s). The later
       // tries are paced by the tries.
-      double first_rerun_s = 0.0;
-      bool offloads = false;
-      for (std::size_t k = kept_records; k < tl.stages.size(); ++k) {
-        first_rerun_s += tl.stages[k].seconds;
-        offloads |= tl.stages[k].kind == stage_kind::offloader;
-      }
       step_pacer pace(tries_until, !whole_stop ? 0.0 : offloads ? first_rerun_s : after_reducer_s);
       std::int64_t bad = std::min(limit, tl.peak);  // a target known to overshoot
       std::int64_t ok = -1;                         // the highest target known to fit
