@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -17,12 +18,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <memplan/base/error.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/plan_variants.hpp>
+#include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/io/dot.hpp>
 #include <memplan/io/json.hpp>
@@ -75,7 +78,7 @@ std::string one_line(std::string s) {
 
 // ---- plan ------------------------------------------------------------------------------------------
 struct plan_args {
-  std::string graph, scheduler = "default", placer = "default", checkpointer, offloader, capacity, budget, output, svg, report_json, dot;
+  std::string graph, scheduler = "default", placer = "default", checkpointer, offloader, capacity, budget, output, svg, report_json, dot, buffers;
   double time_limit = -1;
   double bound_time = 0;  // --bound-time: seconds for remat::recompute_bound_milp (0: not run)
   std::string bandwidth, device_flops, host_limit;  // offloading: bytes/s, FLOP/s (plain or 12e9), host bytes
@@ -83,6 +86,21 @@ struct plan_args {
   std::int64_t alignment = 1;
   bool quiet = false, verbose = false, deterministic = false;
 };
+
+// --buffers: the placement problem the plan posed, as MiniMalloc CSV (id,lower,upper,size: core/timeline.hpp's
+// to_buffers, one buffer per tensor materialization and op workspace, lifetimes in ticks), to place it again
+// with `memplan place` or another placer. No offset column: memplan place reads one as a pin. Ids are the
+// buffers' indices; the alignment is --alignment's, not a column.
+void write_plan_buffers(const std::string& path, const problem& p, const memory_plan& mp) {
+  buffer_origin origin;
+  const auto bp = to_buffers(p, mp, mp.alignment, origin);
+  std::ofstream out(path);
+  if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
+  out << "id,lower,upper,size\n";
+  for (std::size_t b = 0; b < bp.buffers.size(); ++b)
+    out << b << ',' << bp.buffers[b].lower << ',' << bp.buffers[b].upper << ',' << bp.buffers[b].size << '\n';
+  if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
+}
 
 int run_plan(const plan_args& a) {
   check_alignment(a.alignment);
@@ -193,9 +211,10 @@ int run_plan(const plan_args& a) {
   if (!a.report_json.empty()) io::save_json(a.report_json, io::report_to_json(rep), 2);
   if (!a.svg.empty()) io::write_heap_svg(a.svg, p, mp);
   if (!a.dot.empty()) io::write_dot_file(a.dot, p);
+  if (!a.buffers.empty()) write_plan_buffers(a.buffers, p, mp);
   if (!a.quiet) {
     io::print_report(std::cout, rep);
-    for (const auto& [what, path] : {std::pair{"plan", a.output}, {"report", a.report_json}, {"heap map", a.svg}, {"graph", a.dot}})
+    for (const auto& [what, path] : {std::pair{"plan", a.output}, {"report", a.report_json}, {"heap map", a.svg}, {"graph", a.dot}, {"buffers", a.buffers}})
       if (!path.empty()) std::cout << "wrote          " << what << " to " << path << "\n";
   }
   if (!ok) throw error(errc::invalid_plan, "the plan failed verification: " + ok.violation);
@@ -387,6 +406,9 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   plan->add_option("--svg", pa.svg, "write an SVG heap map (steps x addresses)");
   plan->add_option("--report-json", pa.report_json, "write the report as JSON");
   plan->add_option("--dot", pa.dot, "write the graph in Graphviz DOT");
+  plan->add_option("--buffers", pa.buffers,
+                   "write the placement problem of the plan: one buffer per tensor materialization and op workspace (id,lower,upper,size; "
+                   "ticks and bytes) as MiniMalloc CSV, to place it again with memplan place or another placer");
   plan->add_flag("-q,--quiet", pa.quiet, "print nothing (files and exit code only)");
   plan->add_flag("-v,--verbose", pa.verbose, "print every progress event on stderr (default: on a terminal, the work that runs a second or more)");
   plan->add_flag("--deterministic", pa.deterministic,

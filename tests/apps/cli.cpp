@@ -15,7 +15,9 @@
 
 #include <memplan/core/bounds.hpp>
 #include <memplan/core/analysis.hpp>
+#include <memplan/io/buffers_csv.hpp>
 #include <memplan/io/json.hpp>
+#include <memplan/place/lower_bound.hpp>
 #include "../support/bundled_model.hpp"
 
 namespace fs = std::filesystem;
@@ -353,6 +355,31 @@ TEST_CASE("place: a MiniMalloc CSV, offsets written, capacity enforced") {
   CHECK(has(r.err, "negative size"));
   r = s.run("place '" + s / "buffers.csv" + "' --placer nope");
   CHECK(r.code == 2);
+}
+
+TEST_CASE("plan --buffers writes the placement problem the plan posed, which memplan place reads") {
+  const auto model = bundled_model("resnet18-train-b1.json.gz");
+  if (model.empty()) return;
+  scratch s;
+  auto r = s.run("plan '" + model + "' -q --deterministic --report-json '" + s / "free.json" + "'");
+  REQUIRE(r.code == 0);
+  const auto budget = nlohmann::json::parse(slurp(s / "free.json"))["arena_bytes"].get<std::int64_t>() * 8 / 10;
+  // A recompute plan: rebuilt values are buffers of their own, with lifetimes of their own.
+  r = s.run("plan '" + model + "' -q --deterministic --budget " + std::to_string(budget) + " --buffers '" + s / "b.csv" +
+            "' --report-json '" + s / "r.json" + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(s / "r.json"));
+  REQUIRE(j["recomputed_ops"].get<std::int64_t>() > 0);
+  const auto list = memplan::io::read_buffers_csv_file(s / "b.csv");
+  CHECK(slurp(s / "b.csv").rfind("id,lower,upper,size\n", 0) == 0);
+  // The same problem: its max load is the plan's peak (alignment 1), below the arena the plan placed.
+  CHECK(memplan::place::resident_peak(list.problem) == j["planned_peak"].get<std::int64_t>());
+  CHECK(memplan::place::resident_peak(list.problem) <= j["arena_bytes"].get<std::int64_t>());
+  r = s.run("place '" + s / "b.csv" + "' --deterministic --capacity " + std::to_string(j["arena_bytes"].get<std::int64_t>()));
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, std::to_string(list.problem.buffers.size()) + " buffers"));
 }
 
 TEST_CASE("the README's command on a bundled model") {
