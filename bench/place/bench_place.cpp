@@ -2,6 +2,8 @@
 //  * minimalloc: the 11 MiniMalloc "challenging" instances in decision mode, through the CLI's path
 //    (place::run_csv with --capacity and default options), next to MiniMalloc's times on this machine;
 //  * minimise:   the same instances without a capacity (exact, --mm-time seconds each): arenas, proofs;
+//  * plans:      buffer sets of memplan's own budget plans (data/benchmarks/memplan: flat loads) by exact,
+//                default_placer (clock and work clock) and `memplan place`;
 //  * bounds:     lower bounds beyond max load (the search's own proofs, window_lower_bound);
 //  * large:      1k-100k buffer sets (idealloc's, DNN-like, real exports tiled like a compiler trace of
 //                several micro-batches) with the default placer's defaults;
@@ -223,6 +225,32 @@ void minimalloc_decision() {
               fit, total, median(times), worst, median(mm), *std::max_element(mm.begin(), mm.end()));
   std::printf("TARGET 11/11 within capacity with default options, each <= 6 s, median <= 2.4 s: %s\n",
               fit == 11 && worst <= 6 && median(times) <= 2.4 ? "met" : "NOT met");
+}
+
+// ---- plans: buffer sets of memplan's own budget plans -----------------------------------------------------
+// data/benchmarks/memplan/ (memplan plan --buffers; its README has the commands): flat loads, where the
+// exact search's probes at max load are slow and cannot succeed. exact alone and default_placer at their
+// defaults (10 s, 0.8 s), on the clock and on the work clock, and what `memplan place` runs.
+void own_plans() {
+  const auto files = csv_files(data_dir / "benchmarks" / "memplan");
+  std::cout << "\n## Buffer sets of memplan's budget plans (data/benchmarks/memplan): % above max load\n\n"
+               "| set | buffers | max load (B) | exact 0.8 s | on the work clock | default (0.8 s) | on the work clock | memplan place | its s |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& f : files) {
+    const auto p = io::read_buffers_csv_file(f.string()).problem;
+    const auto lb = arena_lower_bound(p);
+    const auto above = [&](std::int64_t arena) { return 100.0 * static_cast<double>(arena - lb) / static_cast<double>(lb); };
+    const auto e = exact{.time_limit_s = 0.8}.place(p);
+    const auto ew = exact{.time_limit_s = 0.8, .count_work = true}.place(p);
+    const auto d = default_placer{}.place(p);
+    const auto dw = default_placer{.count_work = true}.place(p);
+    const auto t0 = clock_type::now();
+    const auto r = cli::run_csv({.input = f.string()}, nullptr);  // exactly what the CLI runs
+    const double s = seconds_since(t0);
+    std::printf("| %s | %zu | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", f.stem().string().c_str(), p.buffers.size(),
+                static_cast<long long>(lb), above(e.arena), above(ew.arena), above(d.arena), above(dw.arena), above(r.placement.arena), s);
+    std::fflush(stdout);
+  }
 }
 
 // ---- minimise: no capacity ------------------------------------------------------------------------------
@@ -680,7 +708,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   double mm_time = 10;
   std::set<std::string> only;
-  const std::vector<std::string> all = {"minimalloc", "minimise", "bounds", "large", "budgets", "sweeps", "exports", "cut", "recompute", "work_clock", "synthetic", "model_like"};
+  const std::vector<std::string> all = {"minimalloc", "minimise", "plans", "bounds", "large", "budgets", "sweeps", "exports", "cut", "recompute", "work_clock", "synthetic", "model_like"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") { sizes = {1000, 10000}; mm_time = 2; }
@@ -696,7 +724,7 @@ int main(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) sizes.push_back(static_cast<std::size_t>(std::stoull(x)));
     } else {
-      std::cerr << "usage: bench_place [--only minimalloc,minimise,bounds,large,budgets,sweeps,exports,cut,recompute,work_clock,synthetic,model_like] [--quick] "
+      std::cerr << "usage: bench_place [--only minimalloc,minimise,plans,bounds,large,budgets,sweeps,exports,cut,recompute,work_clock,synthetic,model_like] [--quick] "
                    "[--mm-time S] [--sizes 1000,10000,100000] [--match EXPORT_SUBSTRING]\n";
       return 2;
     }
@@ -705,6 +733,7 @@ int main(int argc, char** argv) {
   std::cout << "# memplan placement benchmark\n";
   if (want("minimalloc")) minimalloc_decision();
   if (want("minimise")) minimalloc_minimise(mm_time);
+  if (want("plans")) own_plans();
   if (want("bounds")) bounds(std::min(mm_time, 10.0));
   if (want("large")) large(sizes);
   if (want("budgets")) budgets(sizes);

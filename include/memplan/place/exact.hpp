@@ -185,15 +185,15 @@ struct exact {
         bool windows_tried = false;
         std::vector<std::int64_t> found;
         // One probe: returns its outcome, updates best / proven.
-        const auto probe = [&](std::int64_t target, const std::string& keys, std::int64_t nodes_cap) {
+        const auto probe = [&](std::int64_t target, const std::string& keys, std::int64_t nodes_cap, const deadline* within = nullptr) {
           const auto cap = std::min(nodes_cap, nodes_left());
           if (cap <= 0) return outcome::aborted;  // (a negative limit would mean "unlimited" to decide)
           const auto before = search.nodes();
-          const auto r = search.decide(target, keys, cap, until, found);
+          const auto r = search.decide(target, keys, cap, within ? *within : until, found);
           nodes += search.nodes() - before;
           if (r == outcome::found) {
             const auto a = detail::arena_of(p, found);
-            if (a < best_arena) { best = found; best_arena = a; how = "canonical search";}
+            if (a < best_arena) { best = found; best_arena = a; how = "canonical search"; }
           } else if (r == outcome::infeasible && target >= proven) {
             proven = target + 1;
             bound_how = "exhaustive search at " + std::to_string(target);
@@ -206,10 +206,22 @@ struct exact {
         // the gap (halved when a probe gives up, recomputed after an improvement), with a node limit that
         // doubles per round and restarts at a quarter after each improvement; the bound is probed on
         // with a quarter of that limit (proofs by exhaustion, or max load found late).
+        // Probes at the proven bound are also cut by the clock: near a bound that cannot be met a node
+        // can cost 30x one higher up, as each candidate fails late (an Inception-v3 recompute plan's
+        // 1,809 buffers: 0.35 ms per node at max load, 24 us at 4 % above it), and under node limits
+        // alone one probe took the whole time, the descent none (`memplan place` on them: 3.95 % above
+        // max load, 2.79 % with the cuts; idealloc's and MiniMalloc's sets unchanged). In phase one a
+        // probe may run to twice the fifth (cut at the fifth, MiniMalloc's E lost the probe that met max
+        // load); in the descent the bound's probes get at most a quarter of the time the descent's have
+        // taken (at least 1 % of what is left). Probes at an accept level above the bound (minimising
+        // to accept: the pipeline's budget) are not cut: there the level is the answer wanted, and
+        // cutting it lost plans that fit (EfficientNet-B0 b32 offloaded at 0.6x: 2 reruns -> 5).
         const double phase_a_seconds = std::min(until.seconds_left(), 1e9) / 5;
         const auto phase_a_until = until.slice(phase_a_seconds);  // (on until's clock)
+        const auto phase_a_probes_until = until.slice(2 * phase_a_seconds);
         const std::int64_t phase_a_nodes = node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit / 5;
         bool descending = decision;  // (decision mode has a single target)
+        double descent_seconds = 0, bound_seconds = 0;  // on until's clock, spent by the descent's probes
         while (!finished() && !until.expired() && nodes_left() > 0) {
           if (!descending && (phase_a_until.expired() || nodes >= phase_a_nodes || probe_limit > (first_probe_limit << 10))) {
             descending = true;
@@ -223,14 +235,21 @@ struct exact {
             }
             // The lowest target worth a probe (minimising to accept: nothing below accept is needed).
             const auto lowest = std::max(proven, level);
+            const bool at_bound = level <= proven;
             if (!descending) {
-              (void)probe(lowest, keys, probe_limit);
+              (void)probe(lowest, keys, probe_limit, at_bound ? &phase_a_probes_until : nullptr);
               continue;
             }
-            if (probe(lowest, keys, std::max<std::int64_t>(16, probe_limit / 4)) == outcome::found || finished()) continue;
+            const double before_bound = until.seconds_left();
+            const auto bound_slice = until.slice(std::max(descent_seconds / 4 - bound_seconds, until.seconds_left() / 100));
+            const auto r_bound = probe(lowest, keys, std::max<std::int64_t>(16, probe_limit / 4), at_bound ? &bound_slice : nullptr);
+            bound_seconds += before_bound - until.seconds_left();
+            if (r_bound == outcome::found || finished()) continue;
             if (step <= 0) step = std::max<std::int64_t>(1, (best_arena - lowest) / 4);
             const auto target = std::max(lowest, best_arena - step);
+            const double before_descent = until.seconds_left();
             const auto r = target > lowest ? probe(target, keys, probe_limit) : outcome::aborted;
+            descent_seconds += before_descent - until.seconds_left();
             if (r == outcome::found) {
               step = 0;
               probe_limit = std::max(first_probe_limit, probe_limit / 4);

@@ -248,13 +248,16 @@ class canonical_search {
     // A witness per section: an unplaced buffer that can still start low enough for the section's
     // remaining buffers to fit above it (see search()).
     witness_.assign(static_cast<std::size_t>(sections_), -1);
+    witness_at_.assign(static_cast<std::size_t>(sections_), 0);
     witnessing_.assign(m, {});
     for (int sec = 0; sec < sections_; ++sec) {
       const auto ss = static_cast<std::size_t>(sec);
       if (total_[ss] == 0) continue;
-      for (int o : section_buffers_[ss])
-        if ((fixed_[static_cast<std::size_t>(o)] >= 0 ? fixed_[static_cast<std::size_t>(o)] : 0) <= target - total_[ss]) {
+      const auto row = section_buffers_[ss];
+      for (std::size_t at = 0; at < row.size(); ++at)
+        if (const int o = row[at]; (fixed_[static_cast<std::size_t>(o)] >= 0 ? fixed_[static_cast<std::size_t>(o)] : 0) <= target - total_[ss]) {
           witness_[ss] = o;
+          witness_at_[ss] = at;
           witnessing_[static_cast<std::size_t>(o)].push_back(sec);
           break;
         }
@@ -572,14 +575,19 @@ class canonical_search {
       if (off_[static_cast<std::size_t>(w)] < 0 && key_w <= limit) continue;  // still a witness
       int next = -1;
       if (total_[ss] > 0) {
-        std::int64_t scanned = 0;
-        for (int o : section_buffers_[ss]) {
-          ++scanned;
-          const auto so = static_cast<std::size_t>(o);
-          if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = o; break; }
+        // Any unplaced buffer low enough will do (whether one exists is what prunes), so the scan
+        // starts where the last one was found and wraps around: from the row's start, it passed
+        // every buffer placed since each time, quadratic along a dive (an Inception-v3 recompute
+        // plan's 1,809 buffers at max load: 71 % of the search's time, 1 ms per node).
+        const auto row = section_buffers_[ss];
+        std::size_t at = witness_at_[ss], scanned = 0;
+        for (; scanned < row.size(); ++scanned, at = at + 1 == row.size() ? 0 : at + 1) {
+          const auto so = static_cast<std::size_t>(row[at]);
+          if (off_[so] < 0 && (fixed_[so] >= 0 ? fixed_[so] : min_off_[so]) <= limit) { next = row[at]; break; }
         }
-        until_->charge(witness_weight * scanned);
+        until_->charge(witness_weight * static_cast<std::int64_t>(scanned + 1));
         if (next < 0) return false;
+        witness_at_[ss] = at;
       }
       f.rewitnessed.push_back({sec, w});
       witness_[ss] = next;
@@ -712,6 +720,7 @@ class canonical_search {
   const deadline* until_ = nullptr;
   std::vector<int> rank_, cuts_, initial_cuts_;
   std::vector<int> witness_;                     // per section: an unplaced buffer low enough, or -1
+  std::vector<std::size_t> witness_at_;          // per section: where in its row the last witness was found
   std::vector<std::vector<int>> witnessing_;     // per buffer: sections it was chosen for (a stack)
   std::vector<std::int64_t> off_, min_off_, total_, best_;
   std::vector<std::int64_t> scratch_;  // per-node arrays, used as a stack
