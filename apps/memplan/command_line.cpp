@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -18,7 +17,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <memplan/base/error.hpp>
 #include <memplan/core/analysis.hpp>
 #include <memplan/core/bounds.hpp>
@@ -27,6 +25,7 @@
 #include <memplan/core/plan_variants.hpp>
 #include <memplan/core/timeline.hpp>
 #include <memplan/core/verify.hpp>
+#include <memplan/io/buffers_csv.hpp>
 #include <memplan/io/dot.hpp>
 #include <memplan/io/json.hpp>
 #include <memplan/io/plan_json.hpp>
@@ -87,19 +86,15 @@ struct plan_args {
   bool quiet = false, verbose = false, deterministic = false;
 };
 
-// --buffers: the placement problem the plan posed, as MiniMalloc CSV (id,lower,upper,size: core/timeline.hpp's
-// to_buffers, one buffer per tensor materialization and op workspace, lifetimes in ticks), to place it again
-// with `memplan place` or another placer. No offset column: memplan place reads one as a pin. Ids are the
-// buffers' indices; the alignment is --alignment's, not a column.
+// --buffers: the placement problem the plan posed, as MiniMalloc CSV (core/timeline.hpp's to_buffers: one
+// buffer per tensor materialization and op workspace, lifetimes in ticks), to place it again with
+// `memplan place` or another placer. Without the plan's offsets (memplan place reads them as pins); ids
+// are the buffers' indices, the alignment is --alignment's.
 void write_plan_buffers(const std::string& path, const problem& p, const memory_plan& mp) {
   buffer_origin origin;
-  const auto bp = to_buffers(p, mp, mp.alignment, origin);
-  std::ofstream out(path);
-  if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
-  out << "id,lower,upper,size\n";
-  for (std::size_t b = 0; b < bp.buffers.size(); ++b)
-    out << b << ',' << bp.buffers[b].lower << ',' << bp.buffers[b].upper << ',' << bp.buffers[b].size << '\n';
-  if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
+  io::buffer_list list{to_buffers(p, mp, 1, origin), {}};
+  for (std::size_t b = 0; b < list.problem.buffers.size(); ++b) list.ids.push_back(std::to_string(b));
+  io::write_buffers_csv_file(path, list);
 }
 
 int run_plan(const plan_args& a) {

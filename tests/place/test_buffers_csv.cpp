@@ -49,6 +49,33 @@ TEST_CASE("MiniMalloc CSV: read, place, write, read back") {
   CHECK(!place::check(back.problem, pl));
 }
 
+TEST_CASE("CSV: a problem written without offsets reads back the same, pins and alignments in their columns only when present") {
+  const auto same = [](const io::buffer_list& a, const io::buffer_list& b) {
+    REQUIRE(a.ids == b.ids);
+    for (std::size_t i = 0; i < a.ids.size(); ++i) {
+      const auto &x = a.problem.buffers[i], &y = b.problem.buffers[i];
+      CHECK(x.lower == y.lower);
+      CHECK(x.upper == y.upper);
+      CHECK(x.size == y.size);
+      CHECK(x.alignment == y.alignment);
+      CHECK(x.fixed_offset == y.fixed_offset);
+    }
+  };
+  const auto plain = parse("id,lower,upper,size\na,0,3,4\nb,2,9,0\n");
+  std::ostringstream out;
+  io::write_buffers_csv(out, plain);
+  CHECK(out.str() == "id,lower,upper,size\na,0,3,4\nb,2,9,0\n");
+  same(parse(out.str()), plain);
+  const auto pinned = parse("id,lower,upper,size,offset,alignment\na,0,3,4,,\nb,2,9,8,16,8\nc,1,2,3,,4\n");
+  std::ostringstream out2;
+  io::write_buffers_csv(out2, pinned);
+  CHECK(out2.str() == "id,lower,upper,size,offset,alignment\na,0,3,4,,1\nb,2,9,8,16,8\nc,1,2,3,,4\n");
+  same(parse(out2.str()), pinned);
+  auto short_ids = plain;
+  short_ids.ids.pop_back();
+  CHECK_THROWS_AS(io::write_buffers_csv(out, short_ids), error);
+}
+
 TEST_CASE("CSV: optional columns, any order, blank lines, CRLF") {
   const auto list = parse("size,id,upper,lower,alignment,offset\r\n\r\n64,x,4,0,64,128\r\n8,y,2,1,,\r\n");
   REQUIRE(list.ids.size() == 2);

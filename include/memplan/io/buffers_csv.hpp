@@ -6,7 +6,8 @@
 // not pinned) and alignment (power of two; empty means 1). Columns may come in any order. Blank lines are
 // skipped. Every malformed row is reported with its line number: missing or extra fields, a non-integer,
 // a negative size, lower >= upper, a duplicate id, a bad alignment or offset.
-// Output: id,lower,upper,size,offset (MiniMalloc's solution format), ids in input order.
+// Output: id,lower,upper,size,offset (MiniMalloc's solution format), ids in input order; or the problem
+// alone (id,lower,upper,size, with offset / alignment columns only for pins and alignments).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -154,11 +155,42 @@ inline void write_buffers_csv(std::ostream& out, const buffer_list& list, const 
   }
 }
 
-inline void write_buffers_csv_file(const std::string& path, const buffer_list& list, const place::buffer_placement& pl) {
+// Writes the problem, not a placement: id,lower,upper,size, then offset where a buffer is pinned and
+// alignment where one is not 1 (each column only when some buffer needs it; empty cells elsewhere), so
+// read_buffers_csv gives the same problem back. (An offset column is read as pins: a placement to be
+// placed again is written this way, without its offsets.)
+inline void write_buffers_csv(std::ostream& out, const buffer_list& list) {
+  const auto& bs = list.problem.buffers;
+  if (list.ids.size() != bs.size())
+    throw error(errc::invalid_argument, "write_buffers_csv: " + std::to_string(list.ids.size()) + " ids for " + std::to_string(bs.size()) + " buffers");
+  const bool pins = std::any_of(bs.begin(), bs.end(), [](const place::buffer& b) { return b.fixed_offset >= 0; });
+  const bool aligned = std::any_of(bs.begin(), bs.end(), [](const place::buffer& b) { return b.alignment != 1; });
+  out << "id,lower,upper,size" << (pins ? ",offset" : "") << (aligned ? ",alignment" : "") << '\n';
+  for (std::size_t i = 0; i < bs.size(); ++i) {
+    const auto& b = bs[i];
+    out << list.ids[i] << ',' << b.lower << ',' << b.upper << ',' << b.size;
+    if (pins) out << ',' << (b.fixed_offset >= 0 ? std::to_string(b.fixed_offset) : "");
+    if (aligned) out << ',' << b.alignment;
+    out << '\n';
+  }
+}
+
+namespace detail {
+template <class Write>
+void write_csv_file(const std::string& path, Write write) {
   std::ofstream out(path);
   if (!out) throw error(errc::io_error, "cannot write '" + path + "'");
-  write_buffers_csv(out, list, pl);
+  write(out);
   if (!out) throw error(errc::io_error, "error while writing '" + path + "'");
+}
+}  // namespace detail
+
+inline void write_buffers_csv_file(const std::string& path, const buffer_list& list, const place::buffer_placement& pl) {
+  detail::write_csv_file(path, [&](std::ostream& out) { write_buffers_csv(out, list, pl); });
+}
+
+inline void write_buffers_csv_file(const std::string& path, const buffer_list& list) {
+  detail::write_csv_file(path, [&](std::ostream& out) { write_buffers_csv(out, list); });
 }
 
 // MiniMalloc benchmark files carry the capacity in their name: "A.1048576.csv" -> 1048576.

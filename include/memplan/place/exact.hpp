@@ -209,8 +209,8 @@ struct exact {
         // Probes at the proven bound are also cut by the clock: near a bound that cannot be met a node
         // can cost 30x one higher up, as each candidate fails late (an Inception-v3 recompute plan's
         // 1,809 buffers: 0.35 ms per node at max load, 24 us at 4 % above it), and under node limits
-        // alone one probe took the whole time, the descent none (`memplan place` on them: 3.95 % above
-        // max load, 2.79 % with the cuts; idealloc's and MiniMalloc's sets unchanged). In phase one a
+        // alone one probe took the whole time, the descent none (exact's 0.8 s on them: 15.25 % above
+        // max load, 1.82 % with the cuts; idealloc's and MiniMalloc's sets unchanged). In phase one a
         // probe may run to twice the fifth (cut at the fifth, MiniMalloc's E lost the probe that met max
         // load); in the descent the bound's probes get at most a quarter of the time the descent's have
         // taken (at least 1 % of what is left). Probes at an accept level above the bound (minimising
