@@ -89,11 +89,14 @@ struct plan_args {
 // --buffers: the placement problem the plan posed, as MiniMalloc CSV (core/timeline.hpp's to_buffers: one
 // buffer per tensor materialization and op workspace, lifetimes in ticks), to place it again with
 // `memplan place` or another placer. Without the plan's offsets (memplan place reads them as pins); ids
-// are the buffers' indices, the alignment is --alignment's.
+// are the buffers' indices, and --alignment above 1 is every buffer's alignment column.
 void write_plan_buffers(const std::string& path, const problem& p, const memory_plan& mp) {
   buffer_origin origin;
   io::buffer_list list{to_buffers(p, mp, 1, origin), {}};
-  for (std::size_t b = 0; b < list.problem.buffers.size(); ++b) list.ids.push_back(std::to_string(b));
+  for (std::size_t b = 0; b < list.problem.buffers.size(); ++b) {
+    list.problem.buffers[b].alignment = mp.alignment;
+    list.ids.push_back(std::to_string(b));
+  }
   io::write_buffers_csv_file(path, list);
 }
 

@@ -380,6 +380,12 @@ TEST_CASE("plan --buffers writes the placement problem the plan posed, which mem
   INFO(r.err);
   CHECK(r.code == 0);
   CHECK(has(r.out, std::to_string(list.problem.buffers.size()) + " buffers"));
+  // The plan's alignment travels as each buffer's.
+  r = s.run("plan '" + model + "' -q --deterministic --alignment 256 --buffers '" + s / "a.csv" + "'");
+  REQUIRE(r.code == 0);
+  const auto aligned = memplan::io::read_buffers_csv_file(s / "a.csv");
+  CHECK(slurp(s / "a.csv").rfind("id,lower,upper,size,alignment\n", 0) == 0);
+  for (const auto& b : aligned.problem.buffers) CHECK(b.alignment == 256);
 }
 
 TEST_CASE("the README's command on a bundled model") {
