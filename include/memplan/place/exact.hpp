@@ -221,7 +221,7 @@ struct exact {
         const auto phase_a_probes_until = until.slice(2 * phase_a_seconds);
         const std::int64_t phase_a_nodes = node_limit < 0 ? std::numeric_limits<std::int64_t>::max() : node_limit / 5;
         bool descending = decision;  // (decision mode has a single target)
-        double descent_seconds = 0, bound_seconds = 0;  // on until's clock, spent by the descent's probes
+        double descent_seconds = 0, bound_seconds = 0;  // on until's clock: spent in the descent by its probes below the incumbent, and by those at the bound
         while (!finished() && !until.expired() && nodes_left() > 0) {
           if (!descending && (phase_a_until.expired() || nodes >= phase_a_nodes || probe_limit > (first_probe_limit << 10))) {
             descending = true;
