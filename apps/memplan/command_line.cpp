@@ -122,6 +122,7 @@ int run_plan(const plan_args& a) {
   ctx.cut_bound = true;  // the report's gap against the tightest bound (min-cut, at most 0.5 s)
   ctx.implementations = a.implementations == "own" ? implementation_choice::own : implementation_choice::no_slower;
   ctx.solver = cli::milp_backend();
+  ctx.memo = std::make_shared<stage_memo>();  // shared by the variant sets' plans (make_plan's copies)
   std::int64_t capacity = -1;
   if (!a.capacity.empty()) ctx.capacity = capacity = parse_bytes(a.capacity, "--capacity");
   if (!a.budget.empty()) ctx.budget = parse_bytes(a.budget, "--budget");

@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <memory>
 
 #include <memplan/core/adapt.hpp>
 #include <memplan/core/any_stage.hpp>
@@ -136,6 +137,21 @@ TEST_CASE("pipeline: the bound and the timeline are computed once per plan (inst
   // given: one profile of its order; the timeline: one; given_peak: one. No re-derivation after that.
   CHECK(counters.lifetimes <= 3);
   CHECK(verify(p, mp).ok);
+}
+
+TEST_CASE("stage_memo: a key finds what was kept under it with its own type only, within its byte limit") {
+  stage_memo memo;
+  memo.keep<int>("a", std::make_shared<const int>(7), 4);
+  REQUIRE(memo.find<int>("a"));
+  CHECK(*memo.find<int>("a") == 7);
+  CHECK_FALSE(memo.find<double>("a"));  // another type under the same key: not a hit
+  CHECK_FALSE(memo.find<int>("b"));
+  memo.keep<int>("a", std::make_shared<const int>(8), 4);  // the first stays
+  CHECK(*memo.find<int>("a") == 7);
+  CHECK(memo.bytes() == 4);
+  memo.keep<int>("big", std::make_shared<const int>(1), stage_memo::bytes_limit);  // over the limit: not kept
+  CHECK_FALSE(memo.find<int>("big"));
+  CHECK(memo.size() == 1);
 }
 
 TEST_CASE("pipeline: a given order that breaks in-place order is refused by name") {

@@ -222,6 +222,68 @@ TEST_CASE("chain_table: a table built for B units answers every smaller budget a
   CHECK_FALSE(cut.complete());
 }
 
+TEST_CASE("make_chain_table: the context's memo gives back the table built from the same inputs, and only that one") {
+  const std::vector<double> cost{1, 2, 3, 4, 5, 6};
+  const std::vector<std::int32_t> units{1, 2, 1, 2, 1};
+  plan_context none;  // no memo: every call builds its own
+  CHECK(remat::detail::make_chain_table(none, cost, units, 4, 64) != remat::detail::make_chain_table(none, cost, units, 4, 64));
+  plan_context ctx;
+  ctx.memo = std::make_shared<stage_memo>();
+  const auto a = remat::detail::make_chain_table(ctx, cost, units, 4, 64);
+  CHECK(remat::detail::make_chain_table(ctx, cost, units, 4, 64) == a);
+  CHECK(ctx.memo->size() == 1);
+  CHECK(ctx.memo->bytes() == a->bytes());
+  // Any input different: another table (each field of the key).
+  auto cost2 = cost;
+  cost2.back() += 1e-9;
+  auto units2 = units;
+  units2[2] = 2;
+  for (const auto& other : {remat::detail::make_chain_table(ctx, cost2, units, 4, 64), remat::detail::make_chain_table(ctx, cost, units2, 4, 64),
+                            remat::detail::make_chain_table(ctx, cost, units, 3, 64), remat::detail::make_chain_table(ctx, cost, units, 4, 2)})
+    CHECK(other != a);
+  CHECK(ctx.memo->size() == 5);
+  // The hit answers as a fresh build does.
+  const remat::detail::chain_table fresh(cost2, units, 4, 64);
+  const auto hit = remat::detail::make_chain_table(ctx, cost2, units, 4, 64);
+  for (std::int32_t b = 0; b <= 4; ++b) {
+    CHECK(hit->cost(b) == fresh.cost(b));
+    CHECK(hit->initial(b) == fresh.initial(b));
+  }
+  // A table the clock stopped is not kept: the next call builds a complete one.
+  const auto spent = deadline::after(0);
+  const std::vector<double> long_cost(60, 1.0);
+  const std::vector<std::int32_t> long_units(59, 1);
+  CHECK_FALSE(remat::detail::make_chain_table(ctx, long_cost, long_units, 8, 64, &spent)->complete());
+  CHECK(remat::detail::make_chain_table(ctx, long_cost, long_units, 8, 64)->complete());
+}
+
+TEST_CASE("chain_dp and revolve with a memo: the same timelines as without one, and reruns build no table") {
+  // plan()'s budget loop reruns the checkpointer from the same timeline at lower targets: the tables
+  // do not depend on the target, so the second target reuses every table of the first.
+  const auto p = make_problem(zoo::chain(zoo::chain_params::uniform(90, 1000, 1000, 1.0, 2.0)));
+  const auto tl = given_timeline(p);
+  for (const bool dp : {true, false}) {
+    CAPTURE(dp);
+    plan_context ctx;
+    ctx.memo = std::make_shared<stage_memo>();
+    std::size_t tables = 0;
+    for (const auto f : {0.6, 0.5, 0.4}) {
+      CAPTURE(f);
+      ctx.memory_target = static_cast<std::int64_t>(f * static_cast<double>(tl.peak));
+      plan_context bare = ctx;
+      bare.memo = nullptr;
+      const auto with = dp ? remat::chain_dp{}.run(p, tl, ctx) : remat::revolve{}.run(p, tl, ctx);
+      const auto without = dp ? remat::chain_dp{}.run(p, tl, bare) : remat::revolve{}.run(p, tl, bare);
+      CHECK(with.steps == without.steps);
+      CHECK(with.peak == without.peak);
+      CHECK(with.peak <= ctx.memory_target);
+      if (tables == 0) tables = ctx.memo->size();
+      CHECK(ctx.memo->size() == tables);
+    }
+    CHECK(tables > 0);
+  }
+}
+
 TEST_CASE("chain_table: its cost is the recurrence evaluated directly, on random chains") {
   // remat/chain.hpp's R and Top, memoized, over the same points (no grouping: max_points >= cuts).
   // Integer costs: every sum is exact, whatever order the table adds in.

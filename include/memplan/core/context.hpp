@@ -4,10 +4,15 @@
 // backend, and a cache of per-problem analyses (computed once per pipeline run, whichever stage asks
 // first). One context serves one pipeline run at a time: the cache is not synchronized.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <typeindex>
+#include <typeinfo>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -59,6 +64,39 @@ class analysis_cache {
   analysis_cache* bounds_from_ = nullptr;
   std::optional<peak_lower_bound> order_bound_;
   std::optional<std::int64_t> op_local_, given_peak_;
+};
+
+// Results a stage derives from inputs it can name in full, kept under a key that holds all of them
+// (so a hit is exactly what the computation would give, whatever the problem): remat's chain tables
+// (remat/chain.hpp, make_chain_table), which plan()'s budget loop rebuilt from the same chain in
+// every rerun, and plan_choosing_variants' plans for each variant set (12-27 % of `memplan plan
+// --budget`'s time on the batch-32 exports). Type-erased so that core does not know the stages'
+// types; a key found with another type is not a hit. At most bytes_limit bytes are kept (by the sizes
+// keep() is told); past it a result is not kept. Not synchronized, as the analysis cache.
+class stage_memo {
+ public:
+  static constexpr std::size_t bytes_limit = std::size_t{256} << 20;
+  template <class T>
+  [[nodiscard]] std::shared_ptr<const T> find(const std::string& key) const {
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.type != std::type_index(typeid(T))) return nullptr;
+    return std::static_pointer_cast<const T>(it->second.value);
+  }
+  template <class T>
+  void keep(std::string key, std::shared_ptr<const T> value, std::size_t bytes) {
+    if (!value || bytes > bytes_limit - bytes_) return;
+    if (entries_.try_emplace(std::move(key), entry{std::type_index(typeid(T)), std::move(value)}).second) bytes_ += bytes;
+  }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+ private:
+  struct entry {
+    std::type_index type;
+    std::shared_ptr<const void> value;
+  };
+  std::map<std::string, entry> entries_;
+  std::size_t bytes_ = 0;
 };
 
 // Which implementation each op runs where a timeline is born from an order (core/implementations.hpp).
@@ -153,6 +191,9 @@ struct plan_context {
   solver::any_backend solver{};
   // Per-problem analyses; plan() creates one when this is empty.
   std::shared_ptr<analysis_cache> cache{};
+  // Stages' results kept by their inputs (stage_memo); plan() creates one when this is empty. Share
+  // one between plans of the same graph (copies of a context do) so that they reuse each other's.
+  std::shared_ptr<stage_memo> memo{};
 
   // ---- report ----
   bool compute_given_peak = true;            // stats.given_peak from the graph's own order

@@ -155,6 +155,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                 "memplan::plan: the pipeline has no placer -- end it with `| place::default_placer{}` (or call olla::optimize)");
   detail::validate_context(ctx);
   ctx.cache = ctx.cache_for(p);
+  if (!ctx.memo) ctx.memo = std::make_shared<stage_memo>();
   const auto stages = detail::as_tuple(s);
   constexpr bool has_reducer = (stage_kinds<S> & detail::reducer_bits) != 0;
   const auto limit = ctx.arena_limit();

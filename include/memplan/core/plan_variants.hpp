@@ -25,9 +25,10 @@
 // two whole sets'). SqueezeNet-1.0 at batch 32, half the traced graph's planned peak (`memplan plan`,
 // defaults): recompute overhead 12.5 -> 11.3 % (docs/monet.md).
 //
+//   const auto memo = std::make_shared<memplan::stage_memo>();  // shared by the sets' plans
 //   auto r = memplan::plan_choosing_variants(graph, [&](const memplan::problem& q) {
 //     return memplan::plan(q, memplan::schedule::default_scheduler{} | memplan::remat::default_checkpointer{} |
-//                                 memplan::place::default_placer{}, {.budget = B});
+//                                 memplan::place::default_placer{}, {.budget = B, .memo = memo});
 //   });
 //   // r.variants.rewritten is the problem r.plan plans; r.variants.taken names the variants.
 // With plan_context::cut_bound, plan without it and certify the kept plan afterwards
@@ -123,7 +124,8 @@ inline variant_rewrite rewrite_with(const problem& p, std::vector<variant_choice
 }  // namespace detail
 
 // `make_plan(const problem&) -> memory_plan` plans one rewrite (it runs up to 2 + search.max_plans
-// times; give each run a context of its own, e.g. no shared analysis cache). A make_plan that also
+// times; give each run a context of its own, e.g. no shared analysis cache, but one stage_memo for
+// all of them, so that their stages reuse each other's tables: core/context.hpp). A make_plan that also
 // takes a `const deadline&` gets the group search's deadline with each of the search's plans (never
 // for the two whole sets): put it in its context's `stop` (core/context.hpp) and every searching
 // stage of that plan ends by it, so the search keeps its time limit even when one plan runs much

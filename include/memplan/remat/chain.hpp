@@ -14,14 +14,17 @@
 //     budget for checkpoints (discretised), minimising the recompute cost (rotor, Beaumont et al. 2019).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
 
 #include <memplan/base/error.hpp>
+#include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/remat/engine.hpp>
 #include <memplan/remat/segments.hpp>
@@ -147,6 +150,7 @@ class chain_table {
     // deadline's checks. Zero-filling the whole square up front (22 MB for revolve on ResNet-101 b32)
     // took 35-53 ms on the 2-core machine before the first check, and revolve ran 40 ms past a 20 ms limit.
     const auto cells = N * (N + 1) / 2 * W;
+    bytes_ = cells * (2 * sizeof(double) + 2 * sizeof(std::int32_t));
     r_.reset(new double[cells]);
     top_.reset(new double[cells]);
     r_arg_.reset(new std::int32_t[cells]);
@@ -210,6 +214,7 @@ class chain_table {
   }
 
   [[nodiscard]] bool complete() const noexcept { return complete_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }  // what its four tables hold
   [[nodiscard]] std::int32_t budget() const noexcept { return B_; }
   // The units a query with `budget` uses: the table's own when < 0 or above it.
   [[nodiscard]] std::int32_t within(std::int32_t budget) const noexcept { return budget < 0 || budget > B_ ? B_ : budget; }
@@ -274,10 +279,36 @@ class chain_table {
   std::vector<std::int32_t> cut_of_, w_;
   std::int32_t n_ = 0, B_ = 0;
   bool complete_ = false;
+  std::size_t bytes_ = 0;
   std::vector<double> prefix_;
   std::unique_ptr<double[]> r_, top_;
   std::unique_ptr<std::int32_t[]> r_arg_, top_arg_;
 };
+
+// chain_table(seg_cost, cut_units, budget_units, max_points, until), or the one built from the same
+// inputs before, from the context's stage_memo: every rerun of plan()'s budget loop starts from the
+// same timeline, and chain_dp's tables and revolve's do not depend on the memory target, so each
+// rerun rebuilt the same tables (12-27 % of `memplan plan --budget`'s time on the batch-32 exports).
+// A table the clock stopped is not kept. The key holds every input, so a hit is the table the build
+// would give.
+inline std::shared_ptr<const chain_table> make_chain_table(const plan_context& ctx, std::vector<double> seg_cost, std::vector<std::int32_t> cut_units,
+                                                           std::int32_t budget_units, std::int32_t max_points, const deadline* until = nullptr) {
+  std::string key;
+  if (ctx.memo) {
+    const auto put = [&key](const void* data, std::size_t n) { key.append(static_cast<const char*>(data), n); };
+    const auto cuts = cut_units.size();
+    key = "remat::chain_table";
+    put(&budget_units, sizeof budget_units);
+    put(&max_points, sizeof max_points);
+    put(&cuts, sizeof cuts);
+    put(cut_units.data(), cuts * sizeof(std::int32_t));
+    put(seg_cost.data(), seg_cost.size() * sizeof(double));
+    if (auto hit = ctx.memo->find<chain_table>(key)) return hit;
+  }
+  auto table = std::make_shared<const chain_table>(std::move(seg_cost), std::move(cut_units), budget_units, max_points, until);
+  if (ctx.memo && table->complete()) ctx.memo->keep<chain_table>(std::move(key), table, table->bytes());
+  return table;
+}
 
 // The split rule of a chain_table for split_policy.
 // `budget` < 0: the table's own; else at most that many units (a table answers every smaller budget).

@@ -59,8 +59,8 @@ struct chain_dp {
         units.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(slots + 1, (k.bytes + unit - 1) / unit)));
       // The first budget (none: a one-column table) always completes; a later table that the clock
       // stops is dropped, and the sweep ends there.
-      const auto table = std::make_shared<const detail::chain_table>(su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points,
-                                                                     cs.empty() ? nullptr : &clock);
+      const auto table = detail::make_chain_table(ctx, su.c.segment_cost, std::move(units), B == 0 ? 0 : slots, max_points,
+                                                  cs.empty() ? nullptr : &clock);
       if (!table->complete()) break;
       // The replay stops at the deadline too: the first budget (everything recomputed from the input)
       // replays O(cuts^2) steps, 1.8 s on ResNet-1001's 3,345 cuts, whatever the limit (it made

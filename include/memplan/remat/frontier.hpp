@@ -63,6 +63,7 @@ std::vector<frontier_point> frontier(const problem& p, const Scheduler& sched, c
                                      const frontier_options& fo = {}, plan_context ctx = {}) {
   if (fo.points < 2) throw error(errc::invalid_argument, "remat::frontier: at least 2 points");
   ctx.cache = ctx.cache_for(p);
+  if (!ctx.memo) ctx.memo = std::make_shared<stage_memo>();  // the budgets' plans share their chain tables
   const auto progress = ctx.progress;
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };

@@ -49,8 +49,8 @@ struct revolve {
     std::vector<detail::candidate> cs;
     // Unit cost per segment, one unit per snapshot: the homogeneous chain of revolve.
     const auto table_for = [&](std::int32_t c, const deadline* until) {
-      return std::make_shared<const detail::chain_table>(std::vector<double>(su.c.segment_cost.size(), 1.0),
-                                                         std::vector<std::int32_t>(su.c.cuts.size(), 1), c, max_points, until);
+      return detail::make_chain_table(ctx, std::vector<double>(su.c.segment_cost.size(), 1.0), std::vector<std::int32_t>(su.c.cuts.size(), 1),
+                                      c, max_points, until);
     };
     auto attempt = [&](const std::shared_ptr<const detail::chain_table>& table, std::int32_t c, const deadline* until = nullptr) {
       cs.push_back(detail::replay(su.e, detail::split_policy<detail::table_split>(p, su.c, su.e, detail::table_split{table, c}), detail::target_of(ctx),
