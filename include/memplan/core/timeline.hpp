@@ -179,11 +179,13 @@ void step_creations(const problem& p, const step& st, std::vector<std::uint8_t>&
 }
 
 // Flags of the storages on the device before the first step: the non-empty preexisting ones.
-inline std::vector<std::uint8_t> initially_on_device(const problem& p) {
+// (`initial`: initial_storages(p), where the caller has it already.)
+inline std::vector<std::uint8_t> initially_on_device(const problem& p, std::span<const storage_id> initial) {
   std::vector<std::uint8_t> on(static_cast<std::size_t>(p.num_storages()), 0);
-  for (auto s : initial_storages(p)) on[static_cast<std::size_t>(s)] = 1;
+  for (auto s : initial) on[static_cast<std::size_t>(s)] = 1;
   return on;
 }
+inline std::vector<std::uint8_t> initially_on_device(const problem& p) { return initially_on_device(p, initial_storages(p)); }
 
 // ---- building and deriving ---------------------------------------------------------------------------
 
@@ -271,15 +273,16 @@ inline timeline given_timeline(const problem& p) {
 // the step that creates it to the last op step before the step that frees or offloads it (to the last
 // tick for resident and output storages still on the device at the end). Assumes the step/mat links
 // are consistent (verify is the referee); throws errc::invalid_plan on links it cannot follow.
-inline void derive(const problem& p, timeline& tl) {
+// (`initial`: initial_storages(p); relink passes the list it made, which it needs too.)
+inline void derive(const problem& p, timeline& tl, std::span<const storage_id> initial) {
   if (auto* c = p.counters()) ++c->timelines;
   const auto ns = static_cast<std::size_t>(p.num_storages());
   std::vector<std::int32_t> cur(ns, no_id);  // current materialization of each storage on the device
   std::vector<std::int32_t> tick_step;
+  tick_step.reserve(tl.steps.size());
   const auto bad = [&](std::size_t i, const std::string& why) {
     return error(errc::invalid_plan, "timeline step " + std::to_string(i) + ": " + why);
   };
-  const auto initial = initial_storages(p);
   if (tl.mats.size() < initial.size()) throw bad(0, "fewer materializations than preexisting storages");
   for (std::size_t k = 0; k < initial.size(); ++k) {
     auto& m = tl.mats[k];
@@ -289,7 +292,7 @@ inline void derive(const problem& p, timeline& tl) {
     cur[static_cast<std::size_t>(m.storage)] = static_cast<std::int32_t>(k);
   }
   std::int32_t tick = 0;
-  auto on_device = initially_on_device(p);
+  auto on_device = initially_on_device(p, initial);
   for (std::size_t i = 0; i < tl.steps.size(); ++i) {
     const auto& st = tl.steps[i];
     std::int32_t next = st.mat;
@@ -333,6 +336,7 @@ inline void derive(const problem& p, timeline& tl) {
   }
   detail::derive_profile(p, tl, tick_step);
 }
+inline void derive(const problem& p, timeline& tl) { derive(p, tl, initial_storages(p)); }
 
 // Sets the implementation of every op step to impl_of(step, tick) -- called in step order, while the
 // profile still holds that tick's bytes with the step's old workspace -- and updates the profile in
@@ -373,13 +377,23 @@ inline void relink(const problem& p, timeline& tl, bool inherit_offsets = false)
   for (const auto& m : tl.mats)
     if (m.storage >= 0 && static_cast<std::size_t>(m.storage) < ns && last_offset[static_cast<std::size_t>(m.storage)] < 0)
       last_offset[static_cast<std::size_t>(m.storage)] = m.offset;
+  // (Written in place, field by field, into room reserved for about one per step: remat's annealing
+  // relinks thousands of replays, and a materialization built on the stack and pushed was read back
+  // across its narrower stores, a store-forwarding stall.)
   std::vector<materialization> mats;
-  for (auto s : initial_storages(p)) mats.push_back({s, last_offset[static_cast<std::size_t>(s)], 0, -1});
-  auto on_device = initially_on_device(p);
+  const auto initial = initial_storages(p);
+  mats.reserve(initial.size() + tl.steps.size());
+  const auto add = [&mats](storage_id s, std::int64_t offset) {
+    auto& m = mats.emplace_back();
+    m.storage = s;
+    m.offset = offset;
+  };
+  for (auto s : initial) add(s, last_offset[static_cast<std::size_t>(s)]);
+  auto on_device = initially_on_device(p, initial);
   for (auto& st : tl.steps) {
     st.mat = no_id;
     step_creations(p, st, on_device, [&](storage_id s, tensor_id) {
-      mats.push_back({s, inherit_offsets ? last_offset[static_cast<std::size_t>(s)] : -1, 0, -1});
+      add(s, inherit_offsets ? last_offset[static_cast<std::size_t>(s)] : -1);
       if (st.mat == no_id) st.mat = static_cast<std::int32_t>(mats.size() - 1);
     });
   }
@@ -394,7 +408,7 @@ inline void relink(const problem& p, timeline& tl, bool inherit_offsets = false)
   } else {
     tl.arena = -1;
   }
-  derive(p, tl);
+  derive(p, tl, initial);
 }
 
 // ---- placement -------------------------------------------------------------------------------------------

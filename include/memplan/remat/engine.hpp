@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,15 @@ class engine {
     cost_.assign(static_cast<std::size_t>(p.num_ops()), 1.0);
     if (any_cost)
       for (op_id o = 0; o < p.num_ops(); ++o) cost_[static_cast<std::size_t>(o)] = step_cost(p, op_step(o));
+    // What each op reads (required_tensors), once: the replay asks for it at every step and in every
+    // burst, and a vector a call was 3-5 % of `memplan plan --budget`'s time in allocations.
+    req_at_.assign(static_cast<std::size_t>(p.num_ops()) + 1, 0);
+    req_.clear();
+    for (op_id o = 0; o < p.num_ops(); ++o) {
+      const auto r = required_tensors(p, o);
+      req_.insert(req_.end(), r.begin(), r.end());
+      req_at_[static_cast<std::size_t>(o) + 1] = req_.size();
+    }
     compute_until();
   }
 
@@ -245,6 +255,7 @@ class engine {
     }
     // Outputs of recomputes that nobody needs were freed already; preexisting inputs freed after their last use.
     timeline out;
+    steps_hint_ = steps_.size();
     out.steps = std::move(steps_);
     out.stages = {};
     relink(p_, out);
@@ -253,7 +264,10 @@ class engine {
   }
 
   // Tensors an op reads or overwrites in place: its inputs and the bases of its in-place outputs.
-  [[nodiscard]] std::vector<tensor_id> required(op_id o) const { return required_tensors(p_, o); }
+  [[nodiscard]] std::span<const tensor_id> required(op_id o) const {
+    const auto u = static_cast<std::size_t>(o);
+    return {req_.data() + req_at_[u], req_at_[u + 1] - req_at_[u]};
+  }
 
  private:
   // ---- static: where each tensor can be recreated, and read ----
@@ -395,8 +409,12 @@ class engine {
     holds_.assign(ns, no_id);
     std::fill(next_.begin(), next_.end(), 0);
     steps_.clear();
+    steps_.reserve(std::max(steps_hint_, 2 * order_.size()));
     victims_.clear();
     in_victims_.assign(ns, 0);
+    burst_seen_.assign(static_cast<std::size_t>(p_.num_ops()), 0);
+    last_need_.assign(ns, -1);
+    made_here_.assign(ns, 0);
     pin_.assign(ns, 0);
     pinned_.clear();
     live_ = 0;
@@ -419,8 +437,14 @@ class engine {
     }
     return b;
   }
+  // Steps are written in place, field by field: a step built on the stack and pushed was read back
+  // with 16-byte loads across its 4-byte stores (a store-forwarding stall: `push_back` was 13 % of a
+  // SqueezeNet b32 budget plan, most of it on that load).
   void emit_op(step_kind k, op_id o) {
-    steps_.push_back(op_step(o, k));
+    auto& st = steps_.emplace_back();
+    st.kind = k;
+    st.id = o;
+    st.impl = impl_.empty() ? -1 : impl_[static_cast<std::size_t>(o)];
     for (auto t : p_.outputs(o)) {
       const auto s = static_cast<std::size_t>(p_.storage_of(t));
       if (p_.inplace_of(t) != no_id) {
@@ -445,7 +469,9 @@ class engine {
   void free(storage_id s) {
     const auto su = static_cast<std::size_t>(s);
     if (!on_[su]) return;
-    steps_.push_back({step_kind::free, p_.storage_root(s)});
+    auto& st = steps_.emplace_back();
+    st.kind = step_kind::free;
+    st.id = p_.storage_root(s);
     on_[su] = 0;
     live_ -= p_.storage_bytes(s);
   }
@@ -456,7 +482,9 @@ class engine {
   template <class Policy>
   void burst(tensor_id t, std::vector<storage_id>& made, Policy& pol, storage_id need) {
     std::vector<op_id> ops;
-    std::vector<std::uint8_t> seen(static_cast<std::size_t>(p_.num_ops()), 0);
+    // Per-op and per-storage marks, kept between bursts and cleared entry by entry below (each burst
+    // allocated and zeroed three arrays the size of the graph, for the few ops it replays).
+    auto& seen = burst_seen_;
     collect(t, ops, seen);
     if (ops.empty()) return;
     if constexpr (requires { pol.rebuild_siblings(); })
@@ -466,10 +494,22 @@ class engine {
     std::sort(ops.begin(), ops.end(), [&](op_id a, op_id b) { return pos_[static_cast<std::size_t>(a)] < pos_[static_cast<std::size_t>(b)]; });
     ++st_.bursts;
     // Within the burst, a value is needed until the last burst op that reads it.
-    std::vector<std::int32_t> last_need(static_cast<std::size_t>(p_.num_storages()), -1);
+    auto& last_need = last_need_;
     for (std::size_t k = 0; k < ops.size(); ++k)
       for (auto r : required(ops[k])) last_need[static_cast<std::size_t>(p_.storage_of(r))] = static_cast<std::int32_t>(k);
-    std::vector<std::uint8_t> made_here(static_cast<std::size_t>(p_.num_storages()), 0);
+    auto& made_here = made_here_;
+    // (Cleared on every way out, an error too: the next burst and the next run start from clean marks.)
+    struct clear_marks {
+      engine& e;
+      const std::vector<op_id>& ops;
+      ~clear_marks() {
+        for (auto q : ops) {
+          e.burst_seen_[static_cast<std::size_t>(q)] = 0;
+          for (auto r : e.required(q)) e.last_need_[static_cast<std::size_t>(e.p_.storage_of(r))] = -1;
+          for (auto x : e.p_.outputs(q)) e.made_here_[static_cast<std::size_t>(e.p_.storage_of(x))] = 0;
+        }
+      }
+    } clear{*this, ops};
     // Pin what the burst still needs (released op by op).
     for (auto q : ops)
       for (auto r : required(q)) ++pin_[static_cast<std::size_t>(p_.storage_of(r))];
@@ -533,7 +573,7 @@ class engine {
   // The ops that rebuild t: its producer after those of its unreadable inputs, depth first, on an
   // explicit stack (a burst may rebuild a whole forward chain, one level per op: no call-stack depth).
   void collect(tensor_id t, std::vector<op_id>& ops, std::vector<std::uint8_t>& seen) {
-    struct frame { op_id q; std::vector<tensor_id> reads; std::size_t next; };
+    struct frame { op_id q; std::span<const tensor_id> reads; std::size_t next; };
     std::vector<frame> stack;
     const auto enter = [&](tensor_id x) {
       if (readable(x)) return;
@@ -617,6 +657,12 @@ class engine {
   std::vector<std::uint8_t> on_;
   std::vector<std::int32_t> holds_;
   std::vector<step> steps_;
+  std::size_t steps_hint_ = 0;
+  std::vector<std::uint8_t> burst_seen_;  // burst(): ops collected (all 0 between bursts)
+  std::vector<std::int32_t> last_need_;   // burst(): the last burst op reading each storage (all -1 between)
+  std::vector<std::uint8_t> made_here_;   // burst(): storages the burst made (all 0 between)  // the last replay's step count: run() hands steps_ out, the next reserves
+  std::vector<tensor_id> req_;         // required(o) of every op, o's at [req_at_[o], req_at_[o + 1])
+  std::vector<std::size_t> req_at_;
   std::vector<storage_id> pinned_, victims_;
   std::vector<std::uint8_t> in_victims_;
   std::vector<std::int32_t> pin_;  // storages the current op and burst still need
