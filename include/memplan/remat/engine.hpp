@@ -498,7 +498,8 @@ class engine {
     for (std::size_t k = 0; k < ops.size(); ++k)
       for (auto r : required(ops[k])) last_need[static_cast<std::size_t>(p_.storage_of(r))] = static_cast<std::int32_t>(k);
     auto& made_here = made_here_;
-    // (Cleared on every way out, an error too: the next burst and the next run start from clean marks.)
+    // (Cleared on every way out from here, so the next burst starts from clean marks; a run that throws
+    // before this point leaves some set, and init_state resets them all at the next run.)
     struct clear_marks {
       engine& e;
       const std::vector<op_id>& ops;
