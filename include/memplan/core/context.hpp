@@ -68,8 +68,8 @@ class analysis_cache {
 
 // Results a stage derives from inputs it can name in full, kept under a key that holds all of them
 // (so a hit is exactly what the computation would give, whatever the problem): remat's chain tables
-// (remat/chain.hpp, make_chain_table), which plan()'s budget loop rebuilt from the same chain in
-// every rerun, and plan_choosing_variants' plans for each variant set (12-27 % of `memplan plan
+// (remat/chain.hpp, make_chain_table), which every rerun of plan()'s budget loop and the plans of
+// each variant set (plan_choosing_variants) rebuilt from the same chains (12-27 % of `memplan plan
 // --budget`'s time on the batch-32 exports). Type-erased so that core does not know the stages'
 // types; a key found with another type is not a hit. At most bytes_limit bytes are kept (by the sizes
 // keep() is told); past it a result is not kept. Not synchronized, as the analysis cache.
@@ -191,8 +191,9 @@ struct plan_context {
   solver::any_backend solver{};
   // Per-problem analyses; plan() creates one when this is empty.
   std::shared_ptr<analysis_cache> cache{};
-  // Stages' results kept by their inputs (stage_memo); plan() creates one when this is empty. Share
-  // one between plans of the same graph (copies of a context do) so that they reuse each other's.
+  // Stages' results kept by their inputs (stage_memo); plan() creates one when this is empty. Plans
+  // that share one (copies of a context do) reuse each other's: e.g. a graph's variant sets, or the
+  // budgets of a frontier. Any plans may share one (the keys hold every input), one thread at a time.
   std::shared_ptr<stage_memo> memo{};
 
   // ---- report ----
