@@ -179,9 +179,7 @@ class builder {
         scanned += static_cast<std::int64_t>(holding.size());
         std::int32_t best = -1;
         for (auto j : ripe)  // (the held offloads with c.before < k, in the same order)
-          if (cand(chosen[static_cast<std::size_t>(j)]).before < k &&
-              (best < 0 || off_e[static_cast<std::size_t>(j)] < off_e[static_cast<std::size_t>(best)]))
-            best = j;
+          if (best < 0 || off_e[static_cast<std::size_t>(j)] < off_e[static_cast<std::size_t>(best)]) best = j;
         if (best < 0) break;
         total -= cand(chosen[static_cast<std::size_t>(best)]).bytes;
         release(best, k);

@@ -444,7 +444,7 @@ class engine {
     auto& st = steps_.emplace_back();
     st.kind = k;
     st.id = o;
-    st.impl = impl_.empty() ? -1 : impl_[static_cast<std::size_t>(o)];
+    st.impl = impl(o);  // (op_step's, written in place; impl_ has an entry per op)
     for (auto t : p_.outputs(o)) {
       const auto s = static_cast<std::size_t>(p_.storage_of(t));
       if (p_.inplace_of(t) != no_id) {
