@@ -428,6 +428,20 @@ TEST_CASE("an offloader without a bandwidth says what is missing, FLOP costs nee
   CHECK(mp.makespan == doctest::Approx(cost / 2.0));
 }
 
+TEST_CASE("offload::brute_force above its candidate limit is refused as a size limit, naming the count") {
+  // 20 layers: more than 16 offloadable values. limit_exceeded, as every exact method's size guard
+  // (it was invalid_argument until stop 75, which blamed the input; the property volume test found it).
+  const auto p = make_problem(testing::offload_chain(testing::random_chain(3, 20)));
+  try {
+    (void)offload_plan(p, offload::brute_force{}, timed_ctx(1.0, least_peak(p)));
+    FAIL("brute_force planned more than 16 candidates");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::limit_exceeded);
+    CHECK(std::string(e.what()).find("more than its limit of 16") != std::string::npos);
+  }
+  CHECK(verify(p, offload_plan(p, offload::greedy{}, timed_ctx(1.0, least_peak(p)))));  // the budget itself can be met
+}
+
 TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
   for (std::int32_t steps : {1, 2, 3, 8, 13}) {
     const auto order = offload::detail::split_order(steps);

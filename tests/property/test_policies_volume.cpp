@@ -1,8 +1,8 @@
-// Property tests at volume: random training-like graphs through every registered scheduler, placer
-// and checkpointer, and random buffer sets through every placer. Every plan must pass memplan::verify
-// and the independent simulator (simulate.hpp); every placement place::check and a pairwise check.
-// MEMPLAN_PROPERTY_DAGS / MEMPLAN_PROPERTY_BUFFER_SETS set the counts (CMakeLists.txt: the full counts
-// under label `slow`, fewer in the default run).
+// Property tests at volume: random training-like graphs through every registered scheduler, placer,
+// checkpointer and offloader, and random buffer sets through every placer. Every plan must pass
+// memplan::verify and the independent simulator (simulate.hpp); every placement place::check and a
+// pairwise check. MEMPLAN_PROPERTY_DAGS / MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_BUFFER_SETS
+// set the counts (CMakeLists.txt: the full counts under label `slow`, fewer in the default run).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include <memplan/core/pipeline.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/registry/checkpointers.hpp>
+#include <memplan/registry/offloaders.hpp>
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
 
@@ -31,6 +32,9 @@
 #endif
 #ifndef MEMPLAN_PROPERTY_BUFFER_SETS
 #define MEMPLAN_PROPERTY_BUFFER_SETS 1000
+#endif
+#ifndef MEMPLAN_PROPERTY_OFFLOAD_DAGS
+#define MEMPLAN_PROPERTY_OFFLOAD_DAGS MEMPLAN_PROPERTY_DAGS
 #endif
 
 using namespace memplan;
@@ -125,6 +129,71 @@ TEST_CASE("property: random training graphs through every scheduler, placer and 
   // Every scheduler and placer planned nearly every graph (refusals are for budgets and exact limits).
   for (const auto& [name, t] : by_policy)
     if (name.rfind("checkpointer", 0) != 0) CHECK_MESSAGE(t.plans >= n * 9 / 10, name);
+}
+
+TEST_CASE("property: random training graphs through every offloader, verified twice, within the budget and above the makespan bound") {
+  const int n = MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_SCALE;
+  std::map<std::string, tally> by_policy;
+  std::int64_t failures = 0, moved = 0;
+  const auto names = offloaders().names();
+  const auto t_all = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    const auto seed = static_cast<std::uint64_t>(i);
+    const auto p = testing::training_dag(seed);
+    const auto given_peak = peak_of(p, given_order(p));
+    const auto floor = op_local_bound(p);
+    plan_context ctx;
+    ctx.alignment = alignment_for(seed);
+    ctx.time_limit_s = 0;  // every searching policy stops at its first result: volume, not depth
+    // Budgets from near the op-local bound (mostly refused) to near the peak; a copy engine slow or
+    // fast against the graphs' costs; on every fifth graph a host limit of half the bytes above it.
+    const double frac = (seed % 3 == 0) ? 0.25 : (seed % 3 == 1) ? 0.5 : 0.85;
+    ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
+    ctx.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
+    if (seed % 5 == 0) ctx.timing.host_limit = (given_peak - ctx.budget) / 2;
+    for (const auto& name : names) {
+      auto& t = by_policy[name];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        const auto mp = memplan::plan(p, schedule::given{} | offloaders().make(name) | place::best_fit{}, ctx);
+        ++t.plans;
+        const auto v = verify(p, mp);
+        const auto sim = testing::simulate_plan(p, mp);
+        std::string wrong;
+        if (!v.ok || sim) wrong = "verify: " + v.violation + "; simulator: " + sim.value_or("ok");
+        else if (mp.arena > ctx.budget) wrong = "arena " + std::to_string(mp.arena) + " above the budget";
+        else if (mp.stats.makespan < mp.stats.makespan_lower_bound * (1 - 1e-9))
+          wrong = "makespan " + std::to_string(mp.stats.makespan) + " below its bound " + std::to_string(mp.stats.makespan_lower_bound);
+        else if (ctx.timing.host_limit >= 0 && mp.stats.host_peak > ctx.timing.host_limit)
+          wrong = "host peak " + std::to_string(mp.stats.host_peak) + " above the host limit";
+        if (!wrong.empty()) {
+          ++failures;
+          if (failures <= 10) FAIL_CHECK("seed " << seed << ", offloader " << name << ": " << wrong);
+        }
+        moved += mp.stats.transfer_bytes > 0;
+      } catch (const error& e) {
+        // Clear refusals only: a budget no plan meets (or one the host limit rules out), a graph
+        // beyond a policy's size limit.
+        if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded) {
+          ++t.clear_errors;
+        } else {
+          ++failures;
+          if (failures <= 10) FAIL_CHECK("seed " << seed << ", offloader " << name << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
+        }
+      }
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  std::int64_t plans = 0;
+  for (const auto& [name, t] : by_policy) plans += t.plans;
+  MESSAGE(n << " graphs, " << plans << " verified offload plans (" << moved << " moving bytes) in " << total << " s");
+  for (const auto& [name, t] : by_policy)
+    MESSAGE("offloader " << name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
+  CHECK(failures == 0);
+  CHECK(moved > 0);
+  for (const auto& [name, t] : by_policy)
+    if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)
 }
 
 namespace {

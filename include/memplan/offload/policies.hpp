@@ -312,9 +312,9 @@ struct brute_force {
     const auto clock = deadline::after(ctx.time_limit_or(-1.0));
     return detail::run_offloader(p, std::move(tl), ctx, name(), [limit, &clock](detail::chooser& ch, std::int64_t) {
       const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
-      if (n > limit)
-        throw error(errc::invalid_argument, "offload::brute_force: " + std::to_string(n) + " offloadable values, more than its limit of " +
-                                                std::to_string(limit));
+      if (n > limit)  // (limit_exceeded, as every exact method's size guard: not an invalid input)
+        throw error(errc::limit_exceeded, "offload::brute_force: " + std::to_string(n) + " offloadable values, more than its limit of " +
+                                              std::to_string(limit) + "; use default, refined or greedy");
       for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
         if (mask > 0 && clock.expired()) {  // then not the least makespan: the note says so
           ch.remark += "brute_force stopped by the time limit after " + std::to_string(mask) + " of " + std::to_string(std::uint64_t{1} << n) +
