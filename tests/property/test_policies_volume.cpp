@@ -1,10 +1,12 @@
 // Property tests at volume: random training-like graphs through every registered scheduler, placer,
 // checkpointer and offloader, and random buffer sets through every placer. Every plan must pass
 // memplan::verify and the independent simulator (simulate.hpp); every placement place::check and a
-// pairwise check. MEMPLAN_PROPERTY_DAGS / MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_BUFFER_SETS
-// set the counts (CMakeLists.txt: the full counts under label `slow`, fewer in the default run).
+// pairwise check. MEMPLAN_PROPERTY_DAGS / MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_IMPL_DAGS /
+// MEMPLAN_PROPERTY_BUFFER_SETS set the counts (CMakeLists.txt: the full counts under label `slow`,
+// fewer in the default run).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -19,6 +21,7 @@
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
 
+#include "../remat/remat_graphs.hpp"
 #include "../support/sanitizer_scale.hpp"
 #include "simulate.hpp"
 #include "training_dag.hpp"
@@ -35,6 +38,10 @@
 #endif
 #ifndef MEMPLAN_PROPERTY_OFFLOAD_DAGS
 #define MEMPLAN_PROPERTY_OFFLOAD_DAGS MEMPLAN_PROPERTY_DAGS
+#endif
+// Graphs with implementations go through every scheduler and checkpointer: a quarter of the graphs.
+#ifndef MEMPLAN_PROPERTY_IMPL_DAGS
+#define MEMPLAN_PROPERTY_IMPL_DAGS (MEMPLAN_PROPERTY_DAGS / 4)
 #endif
 
 using namespace memplan;
@@ -194,6 +201,73 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   CHECK(moved > 0);
   for (const auto& [name, t] : by_policy)
     if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)
+}
+
+TEST_CASE("property: random training graphs with operator implementations through every scheduler and checkpointer, verified twice") {
+  // MONeT's choice (issue 9): each op with a cost gets 1-3 alternatives (a fast one with a workspace
+  // of one to three times its outputs, a lean one, one between; remat_graphs.hpp). Plans without a
+  // budget choose implementations at no extra time (implementation_choice::no_slower); checkpointers
+  // under a budget choose them too where they can (default, monet_greedy, monet_ilp without a solver).
+  const int n = MEMPLAN_PROPERTY_IMPL_DAGS / MEMPLAN_PROPERTY_SCALE;
+  std::map<std::string, tally> by_policy;
+  std::int64_t failures = 0, changed = 0, refused_graphs = 0;
+  const auto scheduler_names = schedulers().names();
+  const auto checkpointer_names = checkpointers().names();
+  for (int i = 0; i < n; ++i) {
+    const auto seed = static_cast<std::uint64_t>(i);
+    problem p = testing::training_dag(seed);
+    try {
+      p = testing::with_implementations(p, seed, 1 + static_cast<int>(seed % 3));
+    } catch (const error& e) {  // a workspace of three times a tensor near 2^61 bytes: refused by name
+      CHECK_MESSAGE(e.code() == errc::invalid_graph, e.what());
+      ++refused_graphs;
+      continue;
+    }
+    plan_context base;
+    base.alignment = alignment_for(seed);
+    base.time_limit_s = 0;
+    auto run = [&](const std::string& label, const auto& pipeline, const plan_context& ctx) {
+      auto& t = by_policy[label];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        const auto mp = memplan::plan(p, pipeline, ctx);
+        ++t.plans;
+        const auto v = verify(p, mp);
+        const auto sim = testing::simulate_plan(p, mp);
+        std::string wrong;
+        if (!v.ok || sim) wrong = "verify: " + v.violation + "; simulator: " + sim.value_or("ok");
+        else if (ctx.budget >= 0 && mp.arena > ctx.budget) wrong = "arena " + std::to_string(mp.arena) + " above the budget";
+        if (!wrong.empty()) {
+          ++failures;
+          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << wrong);
+        }
+        changed += std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& st) { return (st.kind == step_kind::compute || st.kind == step_kind::recompute) && st.impl >= 0; });
+      } catch (const error& e) {
+        if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded) {
+          ++t.clear_errors;
+        } else {
+          ++failures;
+          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
+        }
+      }
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    for (const auto& s : scheduler_names) run("scheduler " + s, schedulers().make(s) | place::best_fit{}, base);
+    const auto given_peak = peak_of(p, given_order(p));
+    const auto floor = op_local_bound(p);
+    plan_context budgeted = base;
+    budgeted.budget = floor + (given_peak - floor) / 2 + (given_peak - floor) / 4;
+    for (const auto& c : checkpointer_names)
+      run("checkpointer " + c, schedule::given{} | checkpointers().make(c) | place::best_fit{}, budgeted);
+  }
+  std::int64_t plans = 0;
+  for (const auto& [name, t] : by_policy) plans += t.plans;
+  MESSAGE(n << " graphs with implementations (" << refused_graphs << " refused: a workspace beyond the limits), " << plans << " verified plans, "
+            << changed << " with ops off their own implementation");
+  for (const auto& [name, t] : by_policy)
+    MESSAGE(name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
+  CHECK(failures == 0);
+  CHECK(changed > 0);
 }
 
 namespace {
