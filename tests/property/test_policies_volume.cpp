@@ -15,12 +15,14 @@
 #include <vector>
 
 #include <memplan/core/pipeline.hpp>
+#include <memplan/core/variants.hpp>
 #include <memplan/core/verify.hpp>
 #include <memplan/registry/checkpointers.hpp>
 #include <memplan/registry/offloaders.hpp>
 #include <memplan/registry/placers.hpp>
 #include <memplan/registry/schedulers.hpp>
 
+#include "../core/random_variants.hpp"
 #include "../remat/remat_graphs.hpp"
 #include "../support/sanitizer_scale.hpp"
 #include "simulate.hpp"
@@ -205,12 +207,13 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
 
 TEST_CASE("property: random training graphs with operator implementations through every scheduler and checkpointer, verified twice") {
   // MONeT's choice (issue 9): each op with a cost gets 1-3 alternatives (a fast one with a workspace
-  // of one to three times its outputs, a lean one, one between; remat_graphs.hpp). Plans without a
+  // of one to three times its outputs, a lean one, one between; remat_graphs.hpp), and every other
+  // graph variants that read other tensors (random_variants.hpp). Plans without a
   // budget choose implementations at no extra time (implementation_choice::no_slower); checkpointers
   // under a budget choose them too where they can (default, monet_greedy, monet_ilp without a solver).
   const int n = MEMPLAN_PROPERTY_IMPL_DAGS / MEMPLAN_PROPERTY_SCALE;
   std::map<std::string, tally> by_policy;
-  std::int64_t failures = 0, changed = 0, refused_graphs = 0;
+  std::int64_t failures = 0, changed = 0, refused_graphs = 0, variant_graphs = 0;
   const auto scheduler_names = schedulers().names();
   const auto checkpointer_names = checkpointers().names();
   for (int i = 0; i < n; ++i) {
@@ -218,10 +221,20 @@ TEST_CASE("property: random training graphs with operator implementations throug
     problem p = testing::training_dag(seed);
     try {
       p = testing::with_implementations(p, seed, 1 + static_cast<int>(seed % 3));
+      // On every other graph, variants too: implementations that read another, earlier tensor
+      // (core/variants.hpp), on backward ops or on any op.
+      if (seed % 2 == 1) p = testing::with_random_variants(p, seed, seed % 4 == 1);
     } catch (const error& e) {  // a workspace of three times a tensor near 2^61 bytes: refused by name
       CHECK_MESSAGE(e.code() == errc::invalid_graph, e.what());
       ++refused_graphs;
       continue;
+    }
+    // Planners do not take variants; choose_variants rewrites the graph with those it takes (as
+    // `memplan plan` does), and the rewritten graph is what is planned and verified.
+    if (has_variants(p)) {
+      auto r = choose_variants(p, seed % 4 == 1 ? variant_rule::no_peak_higher : variant_rule::no_step_higher);
+      variant_graphs += !r.taken.empty();
+      p = std::move(r.rewritten);
     }
     plan_context base;
     base.alignment = alignment_for(seed);
@@ -262,12 +275,13 @@ TEST_CASE("property: random training graphs with operator implementations throug
   }
   std::int64_t plans = 0;
   for (const auto& [name, t] : by_policy) plans += t.plans;
-  MESSAGE(n << " graphs with implementations (" << refused_graphs << " refused: a workspace beyond the limits), " << plans << " verified plans, "
-            << changed << " with ops off their own implementation");
+  MESSAGE(n << " graphs with implementations (" << variant_graphs << " rewritten with variants; " << refused_graphs
+            << " refused: a workspace beyond the limits), " << plans << " verified plans, " << changed << " with ops off their own implementation");
   for (const auto& [name, t] : by_policy)
     MESSAGE(name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
   CHECK(failures == 0);
   CHECK(changed > 0);
+  CHECK(variant_graphs > 0);
 }
 
 namespace {
