@@ -160,11 +160,11 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
     ctx.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
     if (seed % 5 == 0) ctx.timing.host_limit = (given_peak - ctx.budget) / 2;
-    for (const auto& name : names) {
+    auto run = [&](const std::string& name, const auto& pipeline) {
       auto& t = by_policy[name];
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        const auto mp = memplan::plan(p, schedule::given{} | offloaders().make(name) | place::best_fit{}, ctx);
+        const auto mp = memplan::plan(p, pipeline, ctx);
         ++t.plans;
         const auto v = verify(p, mp);
         const auto sim = testing::simulate_plan(p, mp);
@@ -191,7 +191,13 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
         }
       }
       t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    };
+    for (const auto& name : names) run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
+    // The CLI's other compositions: a reordering scheduler before the offloader, and a checkpointer
+    // before it (`--checkpointer default --offloader default`).
+    run("default after the default scheduler", schedulers().make("default") | offloaders().make("default") | place::best_fit{});
+    run("default after the default checkpointer",
+        schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
   std::int64_t plans = 0;
