@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,6 +71,53 @@ std::int64_t alignment_for(std::uint64_t seed) {
   }
 }
 
+// The checkpointers' budget: three quarters of the way from the op-local bound to the given order's peak.
+std::int64_t checkpointer_budget(const problem& p) {
+  const auto given_peak = peak_of(p, given_order(p));
+  const auto floor = op_local_bound(p);
+  return floor + (given_peak - floor) / 2 + (given_peak - floor) / 4;
+}
+
+// Plans p with `pipeline` under ctx and checks the plan: `verify` and the simulator, the arena within
+// ctx.budget, the makespan at or above its lower bound, the host peak within the host limit. Counts
+// it in t; a refusal must be clear (a budget no plan meets, a graph beyond an exact method's limit, an
+// alignment the caching-allocator model cannot give: documented, above its 512-byte blocks). Anything
+// else is reported (the first 10) and counted in `failures`. Returns the plan, or nothing.
+template <class Pipeline>
+std::optional<memory_plan> plan_and_check(const problem& p, const Pipeline& pipeline, const plan_context& ctx, std::uint64_t seed,
+                                          const std::string& label, tally& t, std::int64_t& failures) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<memory_plan> out;
+  try {
+    auto mp = memplan::plan(p, pipeline, ctx);
+    ++t.plans;
+    const auto v = verify(p, mp);
+    const auto sim = testing::simulate_plan(p, mp);
+    std::string wrong;
+    if (!v.ok || sim) wrong = "verify: " + v.violation + "; simulator: " + sim.value_or("ok");
+    else if (ctx.budget >= 0 && mp.arena > ctx.budget) wrong = "arena " + std::to_string(mp.arena) + " above the budget";
+    else if (mp.stats.makespan < mp.stats.makespan_lower_bound * (1 - 1e-9))
+      wrong = "makespan " + std::to_string(mp.stats.makespan) + " below its bound " + std::to_string(mp.stats.makespan_lower_bound);
+    else if (ctx.timing.host_limit >= 0 && mp.stats.host_peak > ctx.timing.host_limit)
+      wrong = "host peak " + std::to_string(mp.stats.host_peak) + " above the host limit";
+    if (!wrong.empty()) {
+      ++failures;
+      if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << wrong);
+    }
+    out = std::move(mp);
+  } catch (const error& e) {
+    if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded ||
+        (e.code() == errc::invalid_argument && documented_refusal(label))) {
+      ++t.clear_errors;
+    } else {
+      ++failures;
+      if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
+    }
+  }
+  t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("property: random training graphs through every scheduler, placer and checkpointer, all verified twice") {
@@ -91,37 +139,12 @@ TEST_CASE("property: random training graphs through every scheduler, placer and 
     base.alignment = alignment_for(seed);
     base.time_limit_s = 0;  // every searching policy stops at its first result: volume, not depth
     auto run = [&](const std::string& label, const auto& pipeline, const plan_context& ctx) {
-      auto& t = by_policy[label];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const auto mp = memplan::plan(p, pipeline, ctx);
-        ++t.plans;
-        const auto v = verify(p, mp);
-        const auto s = testing::simulate_plan(p, mp);
-        if (!v.ok || s) {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": verify: " << v.violation << "; simulator: " << s.value_or("ok"));
-        }
-      } catch (const error& e) {
-        // Clear refusals only: a budget no plan meets, a graph beyond an exact method's limit, an
-        // alignment the caching-allocator model cannot give (documented: above its 512-byte blocks).
-        if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded ||
-            (e.code() == errc::invalid_argument && documented_refusal(label))) {
-          ++t.clear_errors;
-        } else {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
-        }
-      }
-      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      (void)plan_and_check(p, pipeline, ctx, seed, label, by_policy[label], failures);
     };
     for (const auto& s : scheduler_names) run("scheduler " + s, schedulers().make(s) | place::best_fit{}, base);
     for (const auto& pl : placer_names) run("placer " + pl, schedule::given{} | placers().make(pl), base);
-    // Checkpointers get a budget between the op-local bound and the given order's peak.
-    const auto given_peak = peak_of(p, given_order(p));
-    const auto floor = op_local_bound(p);
     plan_context budgeted = base;
-    budgeted.budget = floor + (given_peak - floor) / 2 + (given_peak - floor) / 4;
+    budgeted.budget = checkpointer_budget(p);
     for (const auto& c : checkpointer_names)
       run("checkpointer " + c, schedule::given{} | checkpointers().make(c) | place::best_fit{}, budgeted);
   }
@@ -161,36 +184,7 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     ctx.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
     if (seed % 5 == 0) ctx.timing.host_limit = (given_peak - ctx.budget) / 2;
     auto run = [&](const std::string& name, const auto& pipeline) {
-      auto& t = by_policy[name];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const auto mp = memplan::plan(p, pipeline, ctx);
-        ++t.plans;
-        const auto v = verify(p, mp);
-        const auto sim = testing::simulate_plan(p, mp);
-        std::string wrong;
-        if (!v.ok || sim) wrong = "verify: " + v.violation + "; simulator: " + sim.value_or("ok");
-        else if (mp.arena > ctx.budget) wrong = "arena " + std::to_string(mp.arena) + " above the budget";
-        else if (mp.stats.makespan < mp.stats.makespan_lower_bound * (1 - 1e-9))
-          wrong = "makespan " + std::to_string(mp.stats.makespan) + " below its bound " + std::to_string(mp.stats.makespan_lower_bound);
-        else if (ctx.timing.host_limit >= 0 && mp.stats.host_peak > ctx.timing.host_limit)
-          wrong = "host peak " + std::to_string(mp.stats.host_peak) + " above the host limit";
-        if (!wrong.empty()) {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", offloader " << name << ": " << wrong);
-        }
-        moved += mp.stats.transfer_bytes > 0;
-      } catch (const error& e) {
-        // Clear refusals only: a budget no plan meets (or one the host limit rules out), a graph
-        // beyond a policy's size limit.
-        if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded) {
-          ++t.clear_errors;
-        } else {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", offloader " << name << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
-        }
-      }
-      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (const auto mp = plan_and_check(p, pipeline, ctx, seed, "offloader " + name, by_policy[name], failures)) moved += mp->stats.transfer_bytes > 0;
     };
     for (const auto& name : names) run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
     // The CLI's other compositions: a reordering scheduler before the offloader, and a checkpointer
@@ -246,36 +240,13 @@ TEST_CASE("property: random training graphs with operator implementations throug
     base.alignment = alignment_for(seed);
     base.time_limit_s = 0;
     auto run = [&](const std::string& label, const auto& pipeline, const plan_context& ctx) {
-      auto& t = by_policy[label];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const auto mp = memplan::plan(p, pipeline, ctx);
-        ++t.plans;
-        const auto v = verify(p, mp);
-        const auto sim = testing::simulate_plan(p, mp);
-        std::string wrong;
-        if (!v.ok || sim) wrong = "verify: " + v.violation + "; simulator: " + sim.value_or("ok");
-        else if (ctx.budget >= 0 && mp.arena > ctx.budget) wrong = "arena " + std::to_string(mp.arena) + " above the budget";
-        if (!wrong.empty()) {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << wrong);
-        }
-        changed += std::any_of(mp.steps.begin(), mp.steps.end(), [](const step& st) { return (st.kind == step_kind::compute || st.kind == step_kind::recompute) && st.impl >= 0; });
-      } catch (const error& e) {
-        if (e.code() == errc::infeasible || e.code() == errc::limit_exceeded) {
-          ++t.clear_errors;
-        } else {
-          ++failures;
-          if (failures <= 10) FAIL_CHECK("seed " << seed << ", " << label << ": " << std::string(to_string(e.code())) << ": " << std::string(e.what()));
-        }
-      }
-      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (const auto mp = plan_and_check(p, pipeline, ctx, seed, label, by_policy[label], failures))
+        changed += std::any_of(mp->steps.begin(), mp->steps.end(),
+                               [](const step& st) { return (st.kind == step_kind::compute || st.kind == step_kind::recompute) && st.impl >= 0; });
     };
     for (const auto& s : scheduler_names) run("scheduler " + s, schedulers().make(s) | place::best_fit{}, base);
-    const auto given_peak = peak_of(p, given_order(p));
-    const auto floor = op_local_bound(p);
     plan_context budgeted = base;
-    budgeted.budget = floor + (given_peak - floor) / 2 + (given_peak - floor) / 4;
+    budgeted.budget = checkpointer_budget(p);
     for (const auto& c : checkpointer_names)
       run("checkpointer " + c, schedule::given{} | checkpointers().make(c) | place::best_fit{}, budgeted);
   }
