@@ -126,6 +126,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           const auto ck_steps = tl.steps;
           timeline after = run_stage(std::get<I + 1>(t), p, std::move(tl), sctx);
           // (Only where the checkpointer changed something: the CLI puts `none` before a lone offloader.)
+          // (The offloader's record of the result kept counts both runs' seconds.)
           if (after.peak > sctx.peak_target() && !(given.steps == ck_steps)) {
             timeline alone = run_stage(std::get<I + 1>(t), p, std::move(given), sctx);
             if (alone.peak < after.peak) {
@@ -133,8 +134,11 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
               rec.note += "; not used: its peak " + std::to_string(ck_peak) + " missed the target " + std::to_string(sctx.peak_target()) +
                           ", and the " + std::string(to_string(stage_kind::offloader)) + " reached " + std::to_string(alone.peak) +
                           " bytes without it (" + std::to_string(after.peak) + " after it)";
+              alone.stages.back().seconds += after.stages.back().seconds;
               alone.stages.insert(alone.stages.end() - 1, std::move(rec));
               after = std::move(alone);
+            } else {
+              after.stages.back().seconds += alone.stages.back().seconds;
             }
           }
           if (place_if && *place_if && I + 1 == last_reducer_before_placers<Tuple>() && !(*place_if)(after)) return after;
