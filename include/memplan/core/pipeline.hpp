@@ -123,11 +123,11 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
         if (tl.peak > sctx.peak_target()) {
           const auto ck = tl.stages.back();
           const auto ck_peak = tl.peak;
-          const auto ck_steps = tl.steps;
-          timeline after = run_stage(std::get<I + 1>(t), p, std::move(tl), sctx);
           // (Only where the checkpointer changed something: the CLI puts `none` before a lone offloader.)
+          const bool changed = !(given.steps == tl.steps);
+          timeline after = run_stage(std::get<I + 1>(t), p, std::move(tl), sctx);
           // (The offloader's record of the result kept counts both runs' seconds.)
-          if (after.peak > sctx.peak_target() && !(given.steps == ck_steps)) {
+          if (after.peak > sctx.peak_target() && changed) {
             timeline alone = run_stage(std::get<I + 1>(t), p, std::move(given), sctx);
             if (alone.peak < after.peak) {
               auto rec = ck;
