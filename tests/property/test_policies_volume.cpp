@@ -42,7 +42,7 @@
 #ifndef MEMPLAN_PROPERTY_OFFLOAD_DAGS
 #define MEMPLAN_PROPERTY_OFFLOAD_DAGS MEMPLAN_PROPERTY_DAGS
 #endif
-// Graphs with implementations go through every scheduler and checkpointer: a quarter of the graphs.
+// Graphs with implementations go through every scheduler, checkpointer and offloader: a quarter of the graphs.
 #ifndef MEMPLAN_PROPERTY_IMPL_DAGS
 #define MEMPLAN_PROPERTY_IMPL_DAGS (MEMPLAN_PROPERTY_DAGS / 4)
 #endif
@@ -205,7 +205,7 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)
 }
 
-TEST_CASE("property: random training graphs with operator implementations through every scheduler and checkpointer, verified twice") {
+TEST_CASE("property: random training graphs with operator implementations through every scheduler, checkpointer and offloader, verified twice") {
   // MONeT's choice (issue 9): each op with a cost gets 1-3 alternatives (a fast one with a workspace
   // of one to three times its outputs, a lean one, one between; remat_graphs.hpp), and every other
   // graph variants that read other tensors (random_variants.hpp). Plans without a
@@ -216,6 +216,7 @@ TEST_CASE("property: random training graphs with operator implementations throug
   std::int64_t failures = 0, changed = 0, refused_graphs = 0, variant_graphs = 0;
   const auto scheduler_names = schedulers().names();
   const auto checkpointer_names = checkpointers().names();
+  const auto offloader_names = offloaders().names();
   for (int i = 0; i < n; ++i) {
     const auto seed = static_cast<std::uint64_t>(i);
     problem p = testing::training_dag(seed);
@@ -249,6 +250,15 @@ TEST_CASE("property: random training graphs with operator implementations throug
     budgeted.budget = checkpointer_budget(p);
     for (const auto& c : checkpointer_names)
       run("checkpointer " + c, schedule::given{} | checkpointers().make(c) | place::best_fit{}, budgeted);
+    // Offloaders on the same graphs: ops on other implementations (workspaces) in the timelines they
+    // move values out of, with a copy engine as in the offloader case above.
+    plan_context timed = budgeted;
+    timed.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
+    if (seed % 5 == 0) timed.timing.host_limit = (peak_of(p, given_order(p)) - timed.budget) / 2;
+    for (const auto& o : offloader_names)
+      run("offloader " + o, schedule::given{} | offloaders().make(o) | place::best_fit{}, timed);
+    run("default checkpointer, then the default offloader",
+        schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{}, timed);
   }
   std::int64_t plans = 0;
   for (const auto& [name, t] : by_policy) plans += t.plans;
