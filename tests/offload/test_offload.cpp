@@ -470,6 +470,36 @@ TEST_CASE("a checkpointer that misses its target, then an offloader: the offload
   for (const auto& n : easy.stats.notes) CHECK(n.find("not used") == std::string::npos);
 }
 
+TEST_CASE("a checkpointer then an offloader whose plan places above the budget: the offloader's other result is placed too") {
+  // Random training graphs of the property volume test, with its settings (first results, best_fit):
+  // the offloader alone meets these budgets, and before stop 76 the composition did not. 276: the
+  // composition's least-target plan (peak 42,208 B) placed at 46,893 B, the offloader alone's
+  // (42,209 B) at 43,912 B. 459: the offloader after the checkpointer met the target and placed
+  // 40,809 B, alone 38,923 B. 3167: the checkpointer met the target and its plan placed above it.
+  struct seed_case {
+    std::uint64_t seed;
+    double frac, bandwidth;
+  };
+  for (const auto& [seed, frac, bandwidth] : {seed_case{276, 0.25, 1e6}, seed_case{459, 0.25, 1e9}, seed_case{3167, 0.85, 1e9}}) {
+    CAPTURE(seed);
+    const auto p = testing::training_dag(seed);
+    const auto given_peak = peak_of(p, given_order(p));
+    const auto floor = op_local_bound(p);
+    plan_context ctx;
+    ctx.time_limit_s = 0;
+    ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
+    ctx.timing = {.bandwidth = bandwidth, .device_flops = 1e9};
+    const auto alone = plan(p, schedule::given{} | offload::default_offloader{} | place::best_fit{}, ctx);
+    CHECK(alone.arena <= ctx.budget);
+    const auto both = plan(p, schedule::given{} | remat::default_checkpointer{} | offload::default_offloader{} | place::best_fit{}, ctx);
+    CHECK(verify(p, both));
+    CHECK(both.arena <= ctx.budget);
+    bool said = false;
+    for (const auto& n : both.stats.notes) said |= n.find("the offloader's other result (the one kept) placed") != std::string::npos;
+    CHECK(said);
+  }
+}
+
 TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
   for (std::int32_t steps : {1, 2, 3, 8, 13}) {
     const auto order = offload::detail::split_order(steps);

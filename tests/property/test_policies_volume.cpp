@@ -166,7 +166,8 @@ TEST_CASE("property: random training graphs through every scheduler, placer and 
 TEST_CASE("property: random training graphs through every offloader, verified twice, within the budget and above the makespan bound") {
   const int n = MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_SCALE;
   std::map<std::string, tally> by_policy;
-  std::int64_t failures = 0, moved = 0;
+  std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0;
+  tally checkpointer_alone;
   const auto names = offloaders().names();
   const auto t_all = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
@@ -183,15 +184,34 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
     ctx.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
     if (seed % 5 == 0) ctx.timing.host_limit = (given_peak - ctx.budget) / 2;
+    // Returns whether the pipeline met the budget (a verified plan within it).
     auto run = [&](const std::string& name, const auto& pipeline) {
-      if (const auto mp = plan_and_check(p, pipeline, ctx, seed, "offloader " + name, by_policy[name], failures)) moved += mp->stats.transfer_bytes > 0;
+      const auto mp = plan_and_check(p, pipeline, ctx, seed, "offloader " + name, by_policy[name], failures);
+      if (mp) moved += mp->stats.transfer_bytes > 0;
+      return mp.has_value();
     };
-    for (const auto& name : names) run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
+    bool alone_met = false;
+    for (const auto& name : names) {
+      const bool met = run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
+      if (name == "default") alone_met = met;
+    }
     // The CLI's other compositions: a reordering scheduler before the offloader, and a checkpointer
-    // before it (`--checkpointer default --offloader default`).
+    // before it (`--checkpointer default --offloader default`), which must meet every budget that the
+    // default offloader or the default checkpointer meets alone.
     run("default after the default scheduler", schedulers().make("default") | offloaders().make("default") | place::best_fit{});
-    run("default after the default checkpointer",
-        schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
+    const bool composed_met = run("default after the default checkpointer",
+                                  schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
+    const bool checkpointer_met =
+        plan_and_check(p, schedule::given{} | checkpointers().make("default") | place::best_fit{}, ctx, seed, "checkpointer default", checkpointer_alone, failures)
+            .has_value();
+    met_alone += alone_met || checkpointer_met;
+    met_composed += composed_met;
+    if ((alone_met || checkpointer_met) && !composed_met) {
+      ++composed_missed;
+      if (composed_missed <= 10)
+        FAIL_CHECK("seed " << seed << ": the default checkpointer then the default offloader missed a budget that "
+                           << std::string(alone_met ? "the offloader" : "the checkpointer") << " alone met");
+    }
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
   std::int64_t plans = 0;
@@ -199,7 +219,9 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   MESSAGE(n << " graphs, " << plans << " verified offload plans (" << moved << " moving bytes) in " << total << " s");
   for (const auto& [name, t] : by_policy)
     MESSAGE("offloader " << name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
+  MESSAGE("budgets met by the default offloader or the default checkpointer alone: " << met_alone << "; by the two composed: " << met_composed);
   CHECK(failures == 0);
+  CHECK(composed_missed == 0);
   CHECK(moved > 0);
   for (const auto& [name, t] : by_policy)
     if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)
