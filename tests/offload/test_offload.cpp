@@ -24,6 +24,8 @@
 #include <memplan/offload/policies.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/none.hpp>
+#include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
 
 #include "../support/sanitizer_scale.hpp"
@@ -498,6 +500,27 @@ TEST_CASE("a checkpointer then an offloader whose plan places above the budget: 
     for (const auto& n : both.stats.notes) said |= n.find("the offloader's other result (the one kept) placed") != std::string::npos;
     CHECK(said);
   }
+}
+
+TEST_CASE("the default scheduler then an offloader whose plan places above the budget: the plan on the scheduler's alternative order is placed too") {
+  // `memplan plan --offloader default` (scheduler | none | offloader | placer) on random training
+  // graph 141 with the property volume test's settings: in the scheduler's order and in the given
+  // order the offloader moves every value (peak 27,109 B), placed at 31,504 B and 28,432 B, for a
+  // budget of 28,689 B. Before stop 76 the plan refused the budget.
+  const auto p = testing::training_dag(141);
+  const auto given_peak = peak_of(p, given_order(p));
+  const auto floor = op_local_bound(p);
+  plan_context ctx;
+  ctx.time_limit_s = 0;
+  ctx.alignment = 256;
+  ctx.budget = floor + static_cast<std::int64_t>(0.25 * static_cast<double>(given_peak - floor));
+  ctx.timing = {.bandwidth = 1e9, .device_flops = 1e9};
+  const auto mp = plan(p, schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{}, ctx);
+  CHECK(verify(p, mp));
+  CHECK(mp.arena <= ctx.budget);
+  bool said = false;
+  for (const auto& n : mp.stats.notes) said |= n.find("on the given order (the scheduler's alternative)") != std::string::npos;
+  CHECK(said);
 }
 
 TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
