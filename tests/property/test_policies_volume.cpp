@@ -205,7 +205,8 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     const bool composed_met = run("default after the default checkpointer",
                                   schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
     const bool checkpointer_met =
-        plan_and_check(p, schedule::given{} | checkpointers().make("default") | place::best_fit{}, ctx, seed, "checkpointer default", checkpointer_alone, failures)
+        plan_and_check(p, schedule::given{} | checkpointers().make("default") | place::best_fit{}, ctx, seed, "checkpointer default",
+                       checkpointer_alone, failures)
             .has_value();
     met_alone += alone_met || checkpointer_met;
     met_composed += composed_met;

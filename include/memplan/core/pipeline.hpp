@@ -177,12 +177,13 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           // Where only placers follow and the placed arena is above the arena the placers aim at (plan()'s
           // limit), the other result is placed too: a peak as low or a little higher can place lower.
           // Where the first met the target, the offloader runs alone only in plan()'s first run (the one
-          // that keeps `before_reduce`) and at the least target: in every rerun it made the budget sweeps
-          // with both stages up to 1.4x longer for the same plans. On random training graphs offloading alone placed within
-          // budgets the composition missed (seed 276: the composition's peak of 42,208 B placed at
-          // 46,893 B, offloading alone's 42,209 B at 43,912 B; seed 459, first results: the
-          // checkpointer missed its target, the offloader after it met it with 35,619 B that placed at
-          // 40,809 B, above the budget of 40,175 B, and alone it placed 38,923 B).
+          // that keeps `before_reduce`) and at the least target: run in every rerun, it made plans with
+          // both stages 1.4-2x longer for the same plans (EfficientNet-B0 b32 at 0.3x, deterministic).
+          // On random training graphs offloading alone placed within budgets the composition missed
+          // (seed 276: the composition's peak of 42,208 B placed at 46,893 B, offloading alone's
+          // 42,209 B at 43,912 B; seed 459, first results: the checkpointer missed its target, the
+          // offloader after it met it with 35,619 B that placed at 40,809 B, above the budget of
+          // 40,175 B, and alone it placed 38,923 B).
           const bool over = first_refusal || (only_placers_follow && ctx.arena_target >= 0 && placed.placed() && placed.arena > ctx.arena_target);
           const bool least_target = ctx.cache && sctx.memory_target >= 0 && sctx.memory_target <= ctx.cache->op_local();
           if (over && other.stages.empty() && !ran_alone && (least_target || first_refusal || before_reduce != nullptr)) {
