@@ -446,6 +446,25 @@ TEST_CASE("offload::brute_force above its candidate limit is refused as a size l
   CHECK(verify(p, offload_plan(p, offload::greedy{}, timed_ctx(1.0, least_peak(p)))));  // the budget itself can be met
 }
 
+namespace {
+// The property volume test's settings for random training graph p: first results, a budget `frac` of
+// the way from the op-local bound to the given order's peak, a copy engine of `bandwidth` B/s.
+plan_context volume_ctx(const problem& p, double frac, double bandwidth, std::int64_t alignment = 1) {
+  const auto given_peak = peak_of(p, given_order(p));
+  const auto floor = op_local_bound(p);
+  plan_context ctx;
+  ctx.time_limit_s = 0;
+  ctx.alignment = alignment;
+  ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
+  ctx.timing = {.bandwidth = bandwidth, .device_flops = 1e9};
+  return ctx;
+}
+
+bool notes_say(const memory_plan& mp, const std::string& what) {
+  return std::any_of(mp.stats.notes.begin(), mp.stats.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+}
+}  // namespace
+
 TEST_CASE("a checkpointer that misses its target, then an offloader: the offloader also runs without it, and the lower peak goes on") {
   // Random training graph 357 (the property volume test's generator): the default checkpointer gets
   // no lower than 41,947 B, and after its recomputation the offloader has fewer values to move
@@ -462,9 +481,7 @@ TEST_CASE("a checkpointer that misses its target, then an offloader: the offload
   CHECK(alone.peak <= ctx.memory_target);
   CHECK(both.peak == alone.peak);
   CHECK(both.stats.recompute_cost == 0);
-  bool said = false;
-  for (const auto& n : both.stats.notes) said |= n.find("not used: its peak") != std::string::npos;
-  CHECK(said);
+  CHECK(notes_say(both, "not used: its peak"));
   // Where the checkpointer meets its target, the offloader runs after it only, as before.
   ctx.memory_target = 44000;
   const auto easy = plan(p, schedule::given{} | remat::default_checkpointer{} | offload::default_offloader{} | place::default_placer{}, ctx);
@@ -485,20 +502,13 @@ TEST_CASE("a checkpointer then an offloader whose plan places above the budget: 
   for (const auto& [seed, frac, bandwidth] : {seed_case{276, 0.25, 1e6}, seed_case{459, 0.25, 1e9}, seed_case{3167, 0.85, 1e9}}) {
     CAPTURE(seed);
     const auto p = testing::training_dag(seed);
-    const auto given_peak = peak_of(p, given_order(p));
-    const auto floor = op_local_bound(p);
-    plan_context ctx;
-    ctx.time_limit_s = 0;
-    ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
-    ctx.timing = {.bandwidth = bandwidth, .device_flops = 1e9};
+    const auto ctx = volume_ctx(p, frac, bandwidth);
     const auto alone = plan(p, schedule::given{} | offload::default_offloader{} | place::best_fit{}, ctx);
     CHECK(alone.arena <= ctx.budget);
     const auto both = plan(p, schedule::given{} | remat::default_checkpointer{} | offload::default_offloader{} | place::best_fit{}, ctx);
     CHECK(verify(p, both));
     CHECK(both.arena <= ctx.budget);
-    bool said = false;
-    for (const auto& n : both.stats.notes) said |= n.find("the offloader's other result (the one kept) placed") != std::string::npos;
-    CHECK(said);
+    CHECK(notes_say(both, "the offloader's other result (the one kept) placed"));
   }
 }
 
@@ -508,19 +518,11 @@ TEST_CASE("the default scheduler then an offloader whose plan places above the b
   // order the offloader moves every value (peak 27,109 B), placed at 31,504 B and 28,432 B, for a
   // budget of 28,689 B. Before stop 76 the plan refused the budget.
   const auto p = testing::training_dag(141);
-  const auto given_peak = peak_of(p, given_order(p));
-  const auto floor = op_local_bound(p);
-  plan_context ctx;
-  ctx.time_limit_s = 0;
-  ctx.alignment = 256;
-  ctx.budget = floor + static_cast<std::int64_t>(0.25 * static_cast<double>(given_peak - floor));
-  ctx.timing = {.bandwidth = 1e9, .device_flops = 1e9};
+  const auto ctx = volume_ctx(p, 0.25, 1e9, 256);
   const auto mp = plan(p, schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{}, ctx);
   CHECK(verify(p, mp));
   CHECK(mp.arena <= ctx.budget);
-  bool said = false;
-  for (const auto& n : mp.stats.notes) said |= n.find("on the given order (the scheduler's alternative)") != std::string::npos;
-  CHECK(said);
+  CHECK(notes_say(mp, "on the given order (the scheduler's alternative)"));
 }
 
 TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
