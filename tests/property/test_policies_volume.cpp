@@ -227,6 +227,10 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   MESSAGE("budgets the default offloader met in the given order and missed after the default scheduler: " << scheduled_missed);
   CHECK(failures == 0);
   CHECK(composed_missed == 0);
+  // 104 before stop 76, 23 before stop 77 (the scheduler now leaves the graph's own order under any
+  // memory limit). The 4 left: 2 where the budget loop's reruns, which do not try the alternative,
+  // would have to find the plan (2041, 4419), 2 whose sizes near 2^62 refuse placement (4884, 7924).
+  CHECK(scheduled_missed <= 4);
   CHECK(moved > 0);
   for (const auto& [name, t] : by_policy)
     if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)

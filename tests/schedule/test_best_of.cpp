@@ -10,6 +10,7 @@
 #include <memplan/schedule/given.hpp>
 #include <memplan/schedule/list_scheduler.hpp>
 
+#include "../property/training_dag.hpp"
 #include "../support/olla_graphs.hpp"
 #include "../support/random_dag.hpp"
 #include "check.hpp"
@@ -96,7 +97,7 @@ TEST_CASE("default: with a memory target below every order's peak, the best list
   // alternatives for the checkpointer (timeline::alternatives), each executable, distinct, named.
   REQUIRE_FALSE(r.alternatives.empty());
   CHECK(r.alternatives.size() <= 2);
-  CHECK(r.note.find("alternatives for the checkpointer:") != std::string::npos);
+  CHECK(r.note.find("alternatives for the stages after it:") != std::string::npos);
   for (std::size_t i = 0; i < r.alternatives.size(); ++i) {
     const auto& a = r.alternatives[i];
     CAPTURE(a.policy);
@@ -111,10 +112,41 @@ TEST_CASE("default: with a memory target below every order's peak, the best list
   // They reach the timeline the pipeline passes on.
   const auto tl = run_stage(d, p, timeline{}, ctx);
   CHECK(tl.alternatives == r.alternatives);
-  // A target the order bound allows: the local search runs as before, and there are none.
+  // A target the order bound allows: the local search runs as before, and the graph's own order is
+  // the one alternative (a stage after it may place lower there). Without a memory limit: none.
   ctx.budget = free_run.lower_bound;
   const auto allowed = d.run(p, ctx);
   CHECK(allowed.order == free_run.order);
-  CHECK(allowed.alternatives.empty());
+  if (given_runs && given_order(p) != allowed.order) {
+    REQUIRE(allowed.alternatives.size() == 1);
+    CHECK(allowed.alternatives.front().policy == "given");
+    CHECK(allowed.alternatives.front().order == given_order(p));
+  } else {
+    CHECK(allowed.alternatives.empty());
+  }
   CHECK(free_run.alternatives.empty());
+}
+
+TEST_CASE("default: under a memory limit the graph's own order goes along where a list order reached the bound") {
+  // Random training graph 393 (the property volume test's): peak_aware reaches the order bound,
+  // 20,817 B, as the given order does, with another order. The stages after the scheduler get the
+  // given order as an alternative where a memory limit is set, and nothing without one.
+  const auto p = testing::training_dag(393);
+  const schedule::default_scheduler d{.time_limit_s = -1, .max_iterations = 20000};
+  const auto free_run = d.run(p);
+  REQUIRE(free_run.optimal);
+  REQUIRE(free_run.order != given_order(p));
+  REQUIRE(peak_of(p, given_order(p)) == free_run.peak);
+  CHECK(free_run.alternatives.empty());
+  for (const auto budget : {free_run.peak - 1, free_run.peak}) {
+    CAPTURE(budget);
+    plan_context ctx;
+    ctx.budget = budget;
+    const auto r = d.run(p, ctx);
+    CHECK(r.order == free_run.order);  // the given order does not win at an equal peak
+    REQUIRE(r.alternatives.size() == 1);
+    CHECK(r.alternatives.front().policy == "given");
+    CHECK(r.alternatives.front().order == given_order(p));
+    CHECK(r.note.find("alternatives for the stages after it: given") != std::string::npos);
+  }
 }
