@@ -526,6 +526,31 @@ TEST_CASE("the default scheduler then an offloader whose plan places above the b
   CHECK(notes_say(mp, "on the given order (the scheduler's alternative)"));
 }
 
+TEST_CASE("the default scheduler then an offloader: the given order goes along where a list order reached the bound, and the reruns go on it where it placed lower") {
+  // Random training graphs with the property volume test's settings, whose budgets `memplan plan
+  // --offloader default`'s pipeline refused before stop 77 although offloading in the given order met them.
+  const auto pipeline = schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{};
+  SUBCASE("393: peak_aware reaches the order bound (20,817 B) as the given order does, and left no alternative") {
+    const auto p = testing::training_dag(393);
+    const auto ctx = volume_ctx(p, 0.25, 1e9);
+    const auto mp = plan(p, pipeline, ctx);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= ctx.budget);
+    CHECK(notes_say(mp, "on the given order (the scheduler's alternative)"));
+  }
+  SUBCASE("2041: the first run places both orders above the budget, the given one lower, and its reruns fit") {
+    // First run: 31,497 B on peak_aware's order, 30,473 B on the given one, for 29,790 B; the reruns
+    // on peak_aware's order got no lower than 30,729 B, on the given one 28,169 B.
+    const auto p = testing::training_dag(2041);
+    const auto ctx = volume_ctx(p, 0.5, 1e9, 256);
+    const auto mp = plan(p, pipeline, ctx);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= ctx.budget);
+    REQUIRE_FALSE(mp.stages.empty());
+    CHECK(mp.stages.front().note.find("the budget loop's reruns on the given order") != std::string::npos);
+  }
+}
+
 TEST_CASE("offload::combined: both ends of the grid first then midpoints coarse to fine and one time limit for the whole search") {
   for (std::int32_t steps : {1, 2, 3, 8, 13}) {
     const auto order = offload::detail::split_order(steps);

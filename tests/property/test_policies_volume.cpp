@@ -166,7 +166,7 @@ TEST_CASE("property: random training graphs through every scheduler, placer and 
 TEST_CASE("property: random training graphs through every offloader, verified twice, within the budget and above the makespan bound") {
   const int n = MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_SCALE;
   std::map<std::string, tally> by_policy;
-  std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0, scheduled_missed = 0;
+  std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0, scheduled_missed = 0, met_scheduled = 0;
   tally checkpointer_alone;
   const auto names = offloaders().names();
   const auto t_all = std::chrono::steady_clock::now();
@@ -202,6 +202,7 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     const bool scheduled_met = run("default after the default scheduler",
                                    schedulers().make("default") | checkpointers().make("none") | offloaders().make("default") | place::best_fit{});
     scheduled_missed += alone_met && !scheduled_met;
+    met_scheduled += scheduled_met;
     const bool composed_met = run("default after the default checkpointer",
                                   schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
     const bool checkpointer_met =
@@ -224,13 +225,13 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   for (const auto& [name, t] : by_policy)
     MESSAGE("offloader " << name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
   MESSAGE("budgets met by the default offloader or the default checkpointer alone: " << met_alone << "; by the two composed: " << met_composed);
-  MESSAGE("budgets the default offloader met in the given order and missed after the default scheduler: " << scheduled_missed);
+  MESSAGE("budgets met by the default offloader after the default scheduler: " << met_scheduled << "; met by it in the given order and missed after the default scheduler: " << scheduled_missed);
   CHECK(failures == 0);
   CHECK(composed_missed == 0);
   // 104 before stop 76, 23 before stop 77 (the scheduler now leaves the graph's own order under any
-  // memory limit). The 4 left: 2 where the budget loop's reruns, which do not try the alternative,
-  // would have to find the plan (2041, 4419), 2 whose sizes near 2^62 refuse placement (4884, 7924).
-  CHECK(scheduled_missed <= 4);
+  // memory limit, and the budget loop's reruns go on it where it placed lower in the first run). The
+  // 2 left have sizes near 2^62 whose placement is refused on both orders (4884, 7924).
+  CHECK(scheduled_missed <= 2);
   CHECK(moved > 0);
   for (const auto& [name, t] : by_policy)
     if (name != "none") CHECK_MESSAGE(t.plans >= n / 4, name);  // (none moves nothing: it meets only budgets above the peak)
