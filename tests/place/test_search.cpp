@@ -454,6 +454,15 @@ TEST_CASE("time decomposition: global buffers and one piece: the rest is searche
     CHECK(pl.note.find("the rest placed alone above " + std::to_string(tp.global.size()) + " global buffers") != std::string::npos);
     // Deterministic: the same placement again.
     CHECK(default_placer{.time_limit_s = 1e9, .node_limit = 200000}.place(p).offsets == pl.offsets);
+    // With an alignment that a global buffer's size is not a multiple of, padding below the rest
+    // could be lost: the whole problem is searched, as without global buffers.
+    auto aligned = p;
+    aligned.alignment = 4;
+    aligned.buffers.push_back({.lower = 0, .upper = 6, .size = 3});
+    const auto whole = default_placer{.time_limit_s = 1e9, .node_limit = 200000}.place(aligned);
+    CHECK(!check(aligned, whole));
+    CHECK(whole.placer != "default(pieces)");
+    CHECK(whole.arena == brute_force_arena(aligned));
   }
 }
 
