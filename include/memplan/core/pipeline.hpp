@@ -204,7 +204,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
               try {
                 auto alt = ::memplan::detail::alternative_timeline(p, given, a, ctx);
                 alt.alternatives.clear();
-                if (before_reduce) {
+                if (before_reduce && *reduce_at == I) {  // (the timeline the reruns start from is this stage's input)
                   other_from = alt;
                   other_order = a.policy;
                   other_from.alternatives.push_back({"scheduler's", given.order()});

@@ -154,7 +154,7 @@ struct default_scheduler {
     // after this stage may place lower on it at an equal or higher peak. On random training graphs
     // offloading in the given order met 23 of 10,000 budgets that it missed after this stage, which
     // left no alternative there (seed 393: peak_aware reached the bound, 20,817 B, as the given
-    // order did; offloading placed 19,897 B on peak_aware's order for a budget of 19,593 B).
+    // order did; offloading on peak_aware's order got no lower than 19,897 B for a budget of 19,593 B).
     if (limited && !given.order.empty() && given.order != best.order &&
         std::none_of(best.alternatives.begin(), best.alternatives.end(), [&](const order_alternative& a) { return a.order == given.order; }))
       best.alternatives.push_back({"given", given.order});
