@@ -230,7 +230,8 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   CHECK(composed_missed == 0);
   // 104 before stop 76, 23 before stop 77 (the scheduler now leaves the graph's own order under any
   // memory limit, and the budget loop's reruns go on it where it placed lower in the first run). The
-  // 2 left have sizes near 2^62 whose placement is refused on both orders (4884, 7924).
+  // 2 left have sizes near 2^62: a rerun's placement is refused for its size, which ends the plan
+  // (4884, 7924).
   CHECK(scheduled_missed <= 2);
   CHECK(moved > 0);
   for (const auto& [name, t] : by_policy)
