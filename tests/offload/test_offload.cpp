@@ -460,6 +460,18 @@ plan_context volume_ctx(const problem& p, double frac, double bandwidth, std::in
   return ctx;
 }
 
+// `memplan plan --offloader default`'s pipeline (the default scheduler, `none`, the offloader; best_fit
+// as the volume test places) on random training graph `seed` with the volume settings: verified and
+// within the budget.
+memory_plan offloaded_after_scheduler(std::uint64_t seed, double frac, double bandwidth, std::int64_t alignment = 1) {
+  const auto p = testing::training_dag(seed);
+  const auto ctx = volume_ctx(p, frac, bandwidth, alignment);
+  auto mp = plan(p, schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{}, ctx);
+  CHECK(verify(p, mp));
+  CHECK(mp.arena <= ctx.budget);
+  return mp;
+}
+
 bool notes_say(const memory_plan& mp, const std::string& what) {
   return std::any_of(mp.stats.notes.begin(), mp.stats.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
 }
@@ -518,34 +530,19 @@ TEST_CASE("the default scheduler then an offloader whose plan places above the b
   // graph 141 with the property volume test's settings: in the scheduler's order and in the given
   // order the offloader moves every value (peak 27,109 B), placed at 31,504 B and 28,432 B, for a
   // budget of 28,689 B. Before stop 76 the plan refused the budget.
-  const auto p = testing::training_dag(141);
-  const auto ctx = volume_ctx(p, 0.25, 1e9, 256);
-  const auto mp = plan(p, schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{}, ctx);
-  CHECK(verify(p, mp));
-  CHECK(mp.arena <= ctx.budget);
-  CHECK(notes_say(mp, "on the given order (the scheduler's alternative)"));
+  CHECK(notes_say(offloaded_after_scheduler(141, 0.25, 1e9, 256), "on the given order (the scheduler's alternative)"));
 }
 
 TEST_CASE("the default scheduler then an offloader: the given order goes along where a list order reached the bound, and the reruns go on it where it placed lower") {
   // Random training graphs with the property volume test's settings, whose budgets `memplan plan
   // --offloader default`'s pipeline refused before stop 77 although offloading in the given order met them.
-  const auto pipeline = schedule::default_scheduler{} | remat::none{} | offload::default_offloader{} | place::best_fit{};
   SUBCASE("393: peak_aware reaches the order bound (20,817 B) as the given order does, and left no alternative") {
-    const auto p = testing::training_dag(393);
-    const auto ctx = volume_ctx(p, 0.25, 1e9);
-    const auto mp = plan(p, pipeline, ctx);
-    CHECK(verify(p, mp));
-    CHECK(mp.arena <= ctx.budget);
-    CHECK(notes_say(mp, "on the given order (the scheduler's alternative)"));
+    CHECK(notes_say(offloaded_after_scheduler(393, 0.25, 1e9), "on the given order (the scheduler's alternative)"));
   }
   SUBCASE("2041: the first run places both orders above the budget, the given one lower, and its reruns fit") {
     // First run: 31,497 B on peak_aware's order, 30,473 B on the given one, for 29,790 B; the reruns
     // on peak_aware's order got no lower than 30,729 B, on the given one 28,169 B.
-    const auto p = testing::training_dag(2041);
-    const auto ctx = volume_ctx(p, 0.5, 1e9, 256);
-    const auto mp = plan(p, pipeline, ctx);
-    CHECK(verify(p, mp));
-    CHECK(mp.arena <= ctx.budget);
+    const auto mp = offloaded_after_scheduler(2041, 0.5, 1e9, 256);
     REQUIRE_FALSE(mp.stages.empty());
     CHECK(mp.stages.front().note.find("the budget loop's reruns on the given order") != std::string::npos);
   }
