@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -166,7 +167,8 @@ TEST_CASE("property: random training graphs through every scheduler, placer and 
 TEST_CASE("property: random training graphs through every offloader, verified twice, within the budget and above the makespan bound") {
   const int n = MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_SCALE;
   std::map<std::string, tally> by_policy;
-  std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0, scheduled_missed = 0, met_scheduled = 0;
+  std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0, scheduled_missed = 0, met_scheduled = 0,
+               composed_slower = 0;
   tally checkpointer_alone;
   const auto names = offloaders().names();
   const auto t_all = std::chrono::steady_clock::now();
@@ -184,31 +186,40 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
     ctx.budget = floor + static_cast<std::int64_t>(frac * static_cast<double>(given_peak - floor));
     ctx.timing = {.bandwidth = seed % 2 == 0 ? 1e6 : 1e9, .device_flops = 1e9};
     if (seed % 5 == 0) ctx.timing.host_limit = (given_peak - ctx.budget) / 2;
-    // Returns whether the pipeline met the budget (a verified plan within it).
-    auto run = [&](const std::string& name, const auto& pipeline) {
+    // Returns the makespan where the pipeline met the budget (a verified plan within it).
+    auto run = [&](const std::string& name, const auto& pipeline) -> std::optional<double> {
       const auto mp = plan_and_check(p, pipeline, ctx, seed, "offloader " + name, by_policy[name], failures);
-      if (mp) moved += mp->stats.transfer_bytes > 0;
-      return mp.has_value();
+      if (!mp) return std::nullopt;
+      moved += mp->stats.transfer_bytes > 0;
+      return mp->stats.makespan;
     };
-    bool alone_met = false;
+    std::optional<double> alone;
     for (const auto& name : names) {
-      const bool met = run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
-      if (name == "default") alone_met = met;
+      const auto met = run(name, schedule::given{} | offloaders().make(name) | place::best_fit{});
+      if (name == "default") alone = met;
     }
+    const bool alone_met = alone.has_value();
     // The CLI's other compositions: a reordering scheduler before the offloader, and a checkpointer
     // before it (`--checkpointer default --offloader default`), which must meet every budget that the
     // default offloader or the default checkpointer meets alone.
     // (As the CLI builds it for `--offloader default`: `none` in the checkpointer's place.)
     const bool scheduled_met = run("default after the default scheduler",
-                                   schedulers().make("default") | checkpointers().make("none") | offloaders().make("default") | place::best_fit{});
+                                   schedulers().make("default") | checkpointers().make("none") | offloaders().make("default") | place::best_fit{})
+                                   .has_value();
     scheduled_missed += alone_met && !scheduled_met;
     met_scheduled += scheduled_met;
-    const bool composed_met = run("default after the default checkpointer",
-                                  schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
-    const bool checkpointer_met =
-        plan_and_check(p, schedule::given{} | checkpointers().make("default") | place::best_fit{}, ctx, seed, "checkpointer default",
-                       checkpointer_alone, failures)
-            .has_value();
+    const auto composed = run("default after the default checkpointer",
+                              schedule::given{} | checkpointers().make("default") | offloaders().make("default") | place::best_fit{});
+    const bool composed_met = composed.has_value();
+    // (Timed as the offloaders time a plan: `none` moves nothing.)
+    const auto checkpointed = plan_and_check(p, schedule::given{} | checkpointers().make("default") | offloaders().make("none") | place::best_fit{},
+                                             ctx, seed, "checkpointer default", checkpointer_alone, failures);
+    const bool checkpointer_met = checkpointed.has_value();
+    if (composed && (alone || checkpointer_met)) {
+      const double better = std::min(alone.value_or(std::numeric_limits<double>::infinity()),
+                                     checkpointer_met ? checkpointed->stats.makespan : std::numeric_limits<double>::infinity());
+      composed_slower += *composed > better * (1 + 1e-6);
+    }
     met_alone += alone_met || checkpointer_met;
     met_composed += composed_met;
     if ((alone_met || checkpointer_met) && !composed_met) {
@@ -224,10 +235,14 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   MESSAGE(n << " graphs, " << plans << " verified offload plans (" << moved << " moving bytes) in " << total << " s");
   for (const auto& [name, t] : by_policy)
     MESSAGE("offloader " << name << ": " << t.plans << " plans, " << t.clear_errors << " clear refusals, " << t.seconds << " s");
-  MESSAGE("budgets met by the default offloader or the default checkpointer alone: " << met_alone << "; by the two composed: " << met_composed);
+  MESSAGE("budgets met by the default offloader or the default checkpointer alone: " << met_alone << "; by the two composed: " << met_composed
+                                                                                          << ", of them slower than the better of the two alone: " << composed_slower);
   MESSAGE("budgets met by the default offloader after the default scheduler: " << met_scheduled << "; met by it in the given order and missed after the default scheduler: " << scheduled_missed);
   CHECK(failures == 0);
   CHECK(composed_missed == 0);
+  // 2,594 of 4,726 before stop 78 (up to 36 % slower), 470 since: the offloader alone runs beside the
+  // composition where both meet the target, and the faster goes on (core/pipeline.hpp).
+  CHECK(composed_slower * 8 <= met_alone);
   // 104 before stop 76, 23 before stop 77 (the scheduler now leaves the graph's own order under any
   // memory limit, and the budget loop's reruns go on it where it placed lower in the first run). The
   // 2 left have sizes near 2^62: a rerun's placement is refused for its size, which ends the plan

@@ -16,7 +16,7 @@ enum class errc {
   parse_error,        // malformed JSON / CSV input
   io_error,           // file cannot be read or written
   runtime_error,      // executor / arena failures
-  not_better,         // a plan that cannot beat plan_context::to_beat (only where one is given)
+  not_better,         // a plan that cannot beat plan_context::to_beat or offload_to_beat (only where one is given)
 };
 
 inline const char* to_string(errc c) noexcept {

@@ -140,6 +140,11 @@ struct plan_context {
   // plan, 2.8 % costlier before its reruns, took 1.6 s of the 3.1 s.
   plan_to_beat to_beat{};
   double to_beat_margin = 0.025;  // a fraction of the plan to beat's makespan or step cost
+  // Seconds a step must beat: an offloader whose makespan lower bound at its target (Prop. 3,
+  // offload/model.hpp) is at or above it gives up before its search with errc::not_better. plan()'s
+  // checkpointer-then-offloader composition sets it where it asks whether offloading alone beats the
+  // checkpointer's plan, so that a slow copy engine costs one bound, not a search. < 0: none.
+  double offload_to_beat = -1.0;
   // Where a checkpointer that chooses among plans (remat::best_solver_free, so the default) leaves
   // the others that meet the memory target, in the order it would have chosen them (at most
   // max_runners_up). plan() sets it for its first run when the pipeline's one checkpointer or

@@ -105,6 +105,7 @@ struct combined {
       const auto mid = target + static_cast<std::int64_t>(frac * static_cast<double>(tl.peak - target));
       plan_context c = ctx;
       c.runners_up = nullptr;  // the split's checkpointer plans only part of the reduction
+      c.offload_to_beat = -1.0;  // (a split that loses is compared below, not refused)
       // The split's share of the time is for both its searches: where both have work (0 < j <
       // steps), the checkpointer gets half and the offloader what it left. Each got the whole share
       // before, so a split whose checkpointer used it took twice it (DenseNet-121 b32 under 0.25 s:

@@ -30,6 +30,7 @@
 
 #include <memplan/base/deadline.hpp>
 #include <memplan/base/error.hpp>
+#include <memplan/base/format.hpp>
 #include <memplan/core/context.hpp>
 #include <memplan/core/problem.hpp>
 #include <memplan/core/stage.hpp>
@@ -240,6 +241,10 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
   bool none_fits = false;  // no choice the policy tried met the target (within the host limit)
   if (reduce) {
     lb = makespan_lower_bound(m, target);
+    if (ctx.offload_to_beat >= 0 && lb >= ctx.offload_to_beat)
+      throw error(errc::not_better, "offloader '" + name + "': no plan that meets the target of " + std::to_string(target) +
+                                        " bytes beats a step of " + number_text(ctx.offload_to_beat) + " s (its makespan lower bound is " +
+                                        number_text(lb) + " s)");
     chooser ch(p, tl, m, target);
     const auto c = choose(ch, target);
     if (c.found()) {
