@@ -172,7 +172,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             // training graphs (first results) the composition was slower than the better of the two
             // alone on 2,594 of the 4,726 budgets one of them met, by up to 36 %; now on 470.
             // Where the offloader's makespan bound (Prop. 3) shows that it cannot be faster, it stops
-            // there (errc::not_better): on the batch-32 exports at 12 GB/s offloading alone is 3-9x
+            // there (errc::not_better): on the batch-32 exports at 12 GB/s offloading alone is 2-9x
             // slower than recomputing, and the bound says so before any search.
             // Where the faster one then places above the arena target, the other (which met the target
             // too) is placed and goes on instead, as it did before this (random training graph 8808:
