@@ -2,8 +2,11 @@
 # The budget sweep behind docs/recompute.md's before/after tables: `memplan plan --budget B` on every
 # bundled batch-32 training export (AlexNet and VGG aside: half their arena is below one op's working
 # set) at B = 0.4, 0.5, 0.6 and 0.7 of its arena without a budget, one line each:
-#   graph  fraction  exit-code  wall-seconds  recompute-overhead-%  arena-bytes  makespan-s  budget-note
-# (makespan: offloaded plans only, else 0).
+#   graph  fraction  exit-code  wall-seconds  recompute-overhead-%  arena-bytes  step-s  budget-note
+# (step-s: the makespan where an offloader timed the plan, else the step's op costs with recomputation:
+# the report's steps_cost where it has one, else compute_cost + recompute_cost. The three columns of
+# docs/offload.md's stop-78 table are this sweep with FRACS="0.5 0.7" and --deterministic, then with
+# --offloader default --bandwidth 12e9 added, then with --checkpointer default as well.)
 # Usage: tools/budget-sweep.sh MEMPLAN [extra `memplan plan` flags, e.g. --deterministic, or
 #        --offloader default --bandwidth 12e9 for the offload sweep of docs/offload.md]
 # (FRACS="0.5 0.6" picks the fractions; CASES="googlenet:0.4 inception_v3:0.7" picks graph:fraction
@@ -45,7 +48,7 @@ try:
 except Exception:
     r = {}
 note = next((x for x in r.get('notes', []) if x.startswith('budget:')), '')
-print(f"{n}\t{fr}\t{rc}\t{float(e) - float(s):.2f}\t{r.get('overhead', 0) * 100:.3f}\t{r.get('arena_bytes', 0)}\t{r.get('makespan', 0)}\t{note}")
+print(f"{n}\t{fr}\t{rc}\t{float(e) - float(s):.2f}\t{r.get('overhead', 0) * 100:.3f}\t{r.get('arena_bytes', 0)}\t{r.get('makespan', 0) or r.get('steps_cost', r.get('compute_cost', 0) + r.get('recompute_cost', 0))}\t{note}")
 PY
   done
 done
