@@ -168,7 +168,7 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   const int n = MEMPLAN_PROPERTY_OFFLOAD_DAGS / MEMPLAN_PROPERTY_SCALE;
   std::map<std::string, tally> by_policy;
   std::int64_t failures = 0, moved = 0, met_alone = 0, met_composed = 0, composed_missed = 0, scheduled_missed = 0, met_scheduled = 0,
-               composed_slower = 0;
+               composed_slower = 0, composed_much_slower = 0;
   double composed_seconds = 0, better_seconds = 0;  // makespans summed where the composition and one alone met the budget
   tally checkpointer_alone;
   const auto names = offloaders().names();
@@ -220,6 +220,12 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
       const double better = std::min(alone.value_or(std::numeric_limits<double>::infinity()),
                                      checkpointer_met ? checkpointed->stats.makespan : std::numeric_limits<double>::infinity());
       composed_slower += *composed > better * (1 + 1e-6);
+      if (*composed > better * 1.001) {
+        ++composed_much_slower;
+        if (composed_much_slower <= 10)
+          FAIL_CHECK("seed " << seed << ": the default checkpointer then the default offloader took " << *composed
+                             << " s a step, more than 0.1 % above the better of the two alone (" << better << " s)");
+      }
       composed_seconds += *composed;
       better_seconds += better;
     }
@@ -244,9 +250,12 @@ TEST_CASE("property: random training graphs through every offloader, verified tw
   MESSAGE("budgets met by the default offloader after the default scheduler: " << met_scheduled << "; met by it in the given order and missed after the default scheduler: " << scheduled_missed);
   CHECK(failures == 0);
   CHECK(composed_missed == 0);
-  // 2,594 of 4,726 before stop 78 (up to 36 % slower), 470 since: the offloader alone runs beside the
-  // composition where both meet the target, and the faster goes on (core/pipeline.hpp).
-  CHECK(composed_slower * 8 <= met_alone);
+  // 2,594 of 4,726 before stop 78 (up to 36 % slower), 470 at stop 78: the offloader alone runs beside
+  // the composition where both meet the target, and the faster goes on (core/pipeline.hpp); 31 since
+  // stop 79, all within 0.005 %: where the faster overshoots on placement, it is aimed lower before
+  // the slower plan that fits is kept. Above 0.1 % it fails (FAIL_CHECK above; none of 50,000 seeds).
+  CHECK(composed_slower * 50 <= met_alone);
+  CHECK(composed_much_slower == 0);
   // 104 before stop 76, 23 before stop 77 (the scheduler now leaves the graph's own order under any
   // memory limit, and the budget loop's reruns go on it where it placed lower in the first run). The
   // 2 left have sizes near 2^62: a rerun's placement is refused for its size, which ends the plan
