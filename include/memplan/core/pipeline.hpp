@@ -332,7 +332,8 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
               try {
                 again = run_from<I + 2>(t, start, p, std::move(again), ctx, nullptr, nullptr, start_ctx, nullptr);
               } catch (const error& e) {
-                if (e.code() != errc::limit_exceeded) throw;
+                // (Refused for its size, or above a limit the context's placers keep: the slower plan stands.)
+                if (e.code() != errc::limit_exceeded && e.code() != errc::infeasible) throw;
                 break;
               }
               lower_note += std::string(lower_note.empty() ? "" : ", ") + "aimed at " + std::to_string(aim) + " bytes it placed " +
