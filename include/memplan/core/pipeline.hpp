@@ -135,23 +135,27 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           bool ran_alone = false;
           // (A refusal there, e.g. no choice within the host limit, leaves the result after the
           // checkpointer: it is no reason to fail the plan.)
-          // (to_beat: seconds its step must beat, where it runs only to be faster; see below.)
-          auto run_alone = [&](double to_beat = -1.0) {
+          // (to_beat: seconds its step must beat, where it runs only to be faster; see below. aim: a
+          // target of its own, where it runs again aimed lower, below; the checkpointer's record
+          // then already says why it was not used.)
+          auto run_alone = [&](double to_beat = -1.0, std::int64_t aim = -1) {
             ran_alone = true;
             timeline alone;
             try {
               plan_context c = sctx;
               c.offload_to_beat = to_beat;
+              if (aim >= 0) c.memory_target = aim;
               alone = run_stage(std::get<I + 1>(t), p, given, c);
             } catch (const error& e) {
               if (e.code() != errc::infeasible && e.code() != errc::limit_exceeded && e.code() != errc::not_better) throw;
               return timeline{};
             }
             offload_s += alone.stages.back().seconds;
-            ck.note += "; not used: its peak " + std::to_string(ck_peak) + (ck_met ? " met" : " missed") + " the target " +
-                       std::to_string(sctx.peak_target()) + ", and the " + std::string(to_string(stage_kind::offloader)) + " reached " +
-                       std::to_string(alone.peak) + " bytes without it (" + std::to_string(after_peak) + " after it)" +
-                       (alone.timed ? ", a step of " + number_text(alone.makespan) + " s (" + number_text(after_makespan) + " after it)" : "");
+            if (aim < 0)
+              ck.note += "; not used: its peak " + std::to_string(ck_peak) + (ck_met ? " met" : " missed") + " the target " +
+                         std::to_string(sctx.peak_target()) + ", and the " + std::string(to_string(stage_kind::offloader)) + " reached " +
+                         std::to_string(alone.peak) + " bytes without it (" + std::to_string(after_peak) + " after it)" +
+                         (alone.timed ? ", a step of " + number_text(alone.makespan) + " s (" + number_text(after_makespan) + " after it)" : "");
             alone.stages.insert(alone.stages.end() - 1, ck);
             return alone;
           };
@@ -311,23 +315,11 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             for (int k = 0; k < 4; ++k) {
               if (ctx.cache) aim = std::max(aim, ctx.cache->op_local());  // (the least target: no plan peaks below it)
               if (aim < 0 || aim >= over_at || (!sctx.deterministic && sctx.stop.expired())) break;
-              plan_context c = sctx;
-              c.memory_target = aim;
-              timeline again;
-              bool slower = false;
-              try {
-                again = run_stage(std::get<I + 1>(t), p, given, c);
-                offload_s += again.stages.back().seconds;
-                slower = !better_plan(p, again, p, second);
-              } catch (const error& e) {
-                if (e.code() != errc::infeasible && e.code() != errc::limit_exceeded && e.code() != errc::not_better) throw;
-                slower = true;
-              }
-              if (slower) {
+              auto again = run_alone(-1.0, aim);
+              if (again.stages.empty() || !better_plan(p, again, p, second)) {  // (refused, or no faster)
                 aim += (over_at - aim) / 2;
                 continue;
               }
-              again.stages.insert(again.stages.end() - 1, ck);
               const auto again_records = again.stages.size();
               try {
                 again = run_from<I + 2>(t, start, p, std::move(again), ctx, nullptr, nullptr, start_ctx, nullptr);
