@@ -337,13 +337,14 @@ int run_dot(const std::string& graph, const std::string& out, bool lr) {
 
 // ---- place -----------------------------------------------------------------------------------------------
 int run_place(const std::string& input, const std::string& capacity, const std::string& placer, double time_limit,
-              bool deterministic, const std::string& out) {
+              bool deterministic, int threads, const std::string& out) {
   cli::csv_run_options o;
   o.input = input;
   if (!capacity.empty()) o.capacity = parse_bytes(capacity, "--capacity");
   o.placer = placer;
   o.time_limit_s = time_limit;
   o.deterministic = deterministic;
+  o.threads = threads;
   o.output = out;
   (void)placers().make(placer);  // an unknown name is bad input, before any work
   const auto r = cli::run_csv(o, &std::cout);
@@ -466,15 +467,21 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
   std::string pin, pcap, pplacer = "default", pout;
   double ptl = -1;
   bool pdet = false;
+  int pthreads = 0;
   auto* plc = app.add_subcommand("place", "Place a list of buffers with fixed lifetimes (MiniMalloc CSV: id,lower,upper,size).");
   plc->add_option("buffers", pin, "CSV file with the header id,lower,upper,size[,offset][,alignment]")->required();
   plc->add_option("--capacity", pcap, "arena limit in bytes (4096, 512MiB, ...); exit 1 when it cannot be met");
   plc->add_option("--placer", pplacer, "placement policy: " + place_names)->capture_default_str();
   plc->add_option("--time-limit", ptl,
                   "seconds for the placers that search (exact, default); without it: 60 with --capacity (stopping at the first fit), "
-                  "else their own (default: 0.8 s, then 3.2 s more where that leaves the arena over 1 % above its bound)");
+                  "else their own (default: 0.8 s, then 3.2 s more where that leaves the arena over 1 % above its bound; "
+                  "both forward and time-reversed with two threads)");
   plc->add_option("-o,--output", pout, "write id,lower,upper,size,offset");
   plc->add_flag("--deterministic", pdet, "count search nodes instead of time (ignores --time-limit): the same offsets on every run");
+  plc->add_option("--threads", pthreads,
+                  "threads for the default placer without --capacity: with 2 it searches forward and on the "
+                  "time-reversed list at once (default: 2 where the machine has two cores, else 1)")
+      ->check(CLI::Range(0, 2));
   plc->footer("Example:\n  memplan place buffers.csv --placer best_fit -o offsets.csv\n  memplan place A.1048576.csv --capacity 1048576");
 
   cli::frontier_args fa;
@@ -549,7 +556,7 @@ int memplan::cli::run_command_line(int argc, const char* const* argv, const comm
     }
     if (*stats) return run_stats(sgraph, stop, sjson);
     if (*dot) return run_dot(dgraph, dout, dlr);
-    if (*plc) return run_place(pin, pcap, pplacer, ptl, pdet, pout);
+    if (*plc) return run_place(pin, pcap, pplacer, ptl, pdet, pthreads, pout);
     if (*fr) return cli::run_frontier(fa);
     if (*zoo_cmd) return cli::run_zoo(za);
     if (*sym) return cli::run_symbolic(sa);
