@@ -52,15 +52,13 @@ inline buffer_problem time_reversed(const buffer_problem& p) {
   return r;
 }
 
-// Places p forward and time-reversed (rev), each with ctx and a placer of its own: at once on two
-// threads where `parallel`, else one after the other.
-inline std::pair<buffer_placement, buffer_placement> place_both_ways(const std::string& placer, const buffer_problem& p,
+// Places p forward and time-reversed (rev) with ctx: at once on two threads where `parallel`, else
+// one after the other. (A type-erased policy is immutable: both threads may call it.)
+inline std::pair<buffer_placement, buffer_placement> place_both_ways(const any_placer& placer, const buffer_problem& p,
                                                                      const buffer_problem& rev, const plan_context& ctx, bool parallel) {
-  const auto forward = placers().make(placer);
-  const auto backward = placers().make(placer);
-  if (!parallel) return {forward.place(p, ctx), backward.place(rev, ctx)};
-  auto other = std::async(std::launch::async, [&] { return backward.place(rev, ctx); });
-  auto first = forward.place(p, ctx);  // (should it throw, the future's destructor waits for the other)
+  if (!parallel) return {placer.place(p, ctx), placer.place(rev, ctx)};
+  auto other = std::async(std::launch::async, [&] { return placer.place(rev, ctx); });
+  auto first = placer.place(p, ctx);  // (should it throw, the future's destructor waits for the other)
   return {std::move(first), other.get()};
 }
 
@@ -94,13 +92,13 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
   const unsigned cores = o.threads > 0 ? static_cast<unsigned>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
   const bool two_threads = cores >= 2;
   const bool both_ways = minimising && (two_threads || o.deterministic);
-  const auto reversed = minimising ? detail::time_reversed(r.list.problem) : buffer_problem{};
+  const auto reversed = both_ways || own_minimisation ? detail::time_reversed(r.list.problem) : buffer_problem{};
   std::ostringstream n;  // what the searches found, for the note
   const auto keep = [&](buffer_placement& best, buffer_placement&& other) {
     if (other.arena < best.arena) best = std::move(other);
   };
   if (both_ways) {
-    auto [forward, backward] = detail::place_both_ways(o.placer, r.list.problem, reversed, ctx, two_threads);
+    auto [forward, backward] = detail::place_both_ways(placer, r.list.problem, reversed, ctx, two_threads);
     n << "searched forward and on the time-reversed list" << (two_threads ? " at once" : "") << ", arenas " << forward.arena << " and "
       << backward.arena;
     r.placement = std::move(forward);
@@ -126,7 +124,7 @@ inline csv_run_result run_csv(const csv_run_options& o, std::ostream* log = null
     n << (both_ways ? "; " : "") << "more than " << o.extend_gap * 100 << " % above the bound with the placer's own limit (arena " << first
       << "): searched again with " << o.extended_limit_s << " s";
     if (both_ways) {
-      auto [forward, backward] = detail::place_both_ways(o.placer, r.list.problem, reversed, longer, two_threads);
+      auto [forward, backward] = detail::place_both_ways(placer, r.list.problem, reversed, longer, two_threads);
       n << " both ways, arenas " << forward.arena << " and " << backward.arena;
       keep(r.placement, std::move(forward));
       keep(r.placement, std::move(backward));
