@@ -24,6 +24,7 @@
 #include <memplan/offload/policies.hpp>
 #include <memplan/place/default_placer.hpp>
 #include <memplan/remat/default_checkpointer.hpp>
+#include <memplan/remat/engine.hpp>
 #include <memplan/remat/none.hpp>
 #include <memplan/schedule/default_scheduler.hpp>
 #include <memplan/schedule/given.hpp>
@@ -80,6 +81,22 @@ halfway_case halfway(std::uint64_t seed) {
   REQUIRE(least < tl.peak);
   auto c = between_least_and_peak(tl, least, 0.5);
   return {std::move(p), std::move(tl), std::move(c)};
+}
+
+// offload::combined placed and verified through the pipeline, the context's memory target as the
+// budget (or refused as infeasible: placement can overshoot).
+void check_combined_placed(const problem& p, const plan_context& c, bool deterministic = false) {
+  plan_context pc;
+  pc.timing = c.timing;
+  pc.budget = c.memory_target;
+  pc.deterministic = deterministic;
+  try {
+    const auto mp = plan(p, schedule::given{} | offload::combined<>{} | place::default_placer{}, pc);
+    CHECK(verify(p, mp));
+    CHECK(mp.arena <= pc.budget);
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+  }
 }
 
 }  // namespace
@@ -889,21 +906,130 @@ TEST_CASE("offload::combined is never slower than offloading alone or recomputin
           ++compared;
           strictly += both.makespan < alone->makespan - 1e-9;
         }
-      // Placed and verified through the pipeline.
-      plan_context pc;
-      pc.timing = c.timing;
-      pc.budget = c.memory_target;
-      try {
-        const auto mp = plan(p, schedule::given{} | offload::combined<>{} | place::default_placer{}, pc);
-        CHECK(verify(p, mp));
-        CHECK(mp.arena <= pc.budget);
-      } catch (const error& e) {
-        CHECK(e.code() == errc::infeasible);
-      }
+      check_combined_placed(p, c);
     }
   }
   CHECK(compared > testing::full_or_sanitized(10, 5));
   MESSAGE("combined strictly faster than one of the two alone in " << strictly << " of " << compared << " comparisons");
+}
+
+namespace {
+// Every sequence of decisions over a chain view (3^L, or 2^L without recomputation), evaluated in
+// the program's own model: the brute force chain_program must equal.
+double chain_model_brute_force(const offload::chain_view& cv, std::int64_t M, double bw) {
+  using offload::detail::chain_decision;
+  const auto L = cv.x.size();
+  const std::size_t ways = cv.rec.empty() ? 2 : 3;
+  std::size_t total = 1;
+  for (std::size_t i = 0; i < L; ++i) total *= ways;
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<chain_decision> a(L);
+  for (std::size_t k = 0; k < total; ++k) {
+    auto x = k;
+    for (std::size_t i = 0; i < L; ++i, x /= ways) a[i] = static_cast<chain_decision>(x % ways);
+    best = std::min(best, offload::detail::chain_program_value(cv, M, bw, 500, a));
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("the chain program (Algorithm 1 with a recompute choice) is exact for its model: brute force over every sequence of decisions") {
+  int compared = 0, with_rebuilds = 0, infeasible = 0;
+  for (std::uint64_t seed = 1; seed <= 24; seed += testing::sanitizer_stride(2)) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 3 + seed % 5), "chain"));
+    const auto tl = given_timeline(p);
+    for (double bw : {2.0, 6.0, 100.0}) {
+      const auto m = offload::make_model(p, tl, {.bandwidth = bw});
+      const auto least = offload::least_peak(m);
+      auto cv = offload::make_chain_view(m);
+      REQUIRE(offload::chain_order_breaks(m) == 0);
+      const offload::chain_view two = cv;  // Algorithm 1's two choices
+      REQUIRE(offload::detail::fill_rebuilds(p, m, remat::detail::engine(p, tl), cv));
+      for (double f : {-0.3, 0.0, 0.3, 0.7}) {
+        const auto M = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+        CAPTURE(seed);
+        CAPTURE(bw);
+        CAPTURE(M);
+        for (const offload::chain_view* view : std::initializer_list<const offload::chain_view*>{&two, &cv}) {
+          const auto best = chain_model_brute_force(*view, M, bw);
+          const auto d = offload::detail::chain_program(*view, M, bw, 500);
+          ++compared;
+          if (!d) {
+            CHECK(best == std::numeric_limits<double>::infinity());
+            ++infeasible;
+            continue;
+          }
+          CHECK(offload::detail::chain_program_value(*view, M, bw, 500, *d) == doctest::Approx(best));
+          if (view == &cv && std::count(d->begin(), d->end(), offload::detail::chain_decision::recompute) > 0) ++with_rebuilds;
+          if (view == &two) {  // algorithm1 returns the same decisions as indices
+            const auto chosen = offload::detail::algorithm1(*view, M, bw, 500);
+            REQUIRE(chosen.has_value());
+            CHECK(static_cast<std::ptrdiff_t>(chosen->size()) == std::count(d->begin(), d->end(), offload::detail::chain_decision::offload));
+          }
+        }
+      }
+    }
+  }
+  CHECK(with_rebuilds > 0);
+  CHECK(infeasible < compared);
+  MESSAGE(compared << " (chain, bandwidth, memory) cases; the program's decisions recompute some value in " << with_rebuilds << ", no decision fits in "
+                   << infeasible);
+}
+
+TEST_CASE("Algorithm 1 finds decisions at high bandwidth: a credit of copy-engine time does not count as memory") {
+  // Algorithm 1's memory test subtracted Delta itself, so a negative Delta (the copy engine idle)
+  // added memory, and once the credit reached its clamp no state survived: at 100 B/s no random
+  // chain got a decision and dynprog always fell back to GREEDY's choice.
+  int found = 0, cases = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 4 + seed % 5), "chain"));
+    const auto tl = given_timeline(p);
+    const auto m = offload::make_model(p, tl, {.bandwidth = 100.0});
+    const auto least = offload::least_peak(m);
+    const auto M = least + (tl.peak - least) / 2;
+    ++cases;
+    found += offload::detail::algorithm1(offload::make_chain_view(m), M, 100.0, 500).has_value();
+  }
+  CHECK(found == cases);
+}
+
+TEST_CASE("offload::combined on chains: the chain program's plan is never slower than the grid alone, and faster on some chains") {
+  int faster = 0, compared = 0;
+  // (Under the sanitizer every fourth chain.)
+  for (std::uint64_t seed = 1; seed <= 32; seed += testing::sanitizer_stride(4)) {
+    const auto p = make_problem(testing::offload_chain(testing::random_chain(seed, 4 + seed % 5), "chain"));
+    const auto tl = given_timeline(p);
+    for (double bw : {2.0, 6.0}) {
+      const auto m = offload::make_model(p, tl, {.bandwidth = bw});
+      const auto least = offload::least_peak(m);
+      for (double f : {0.2, 0.5}) {
+        plan_context c;
+        c.timing.bandwidth = bw;
+        c.memory_target = least + static_cast<std::int64_t>(f * static_cast<double>(tl.peak - least));
+        c.deterministic = true;
+        CAPTURE(seed);
+        CAPTURE(bw);
+        CAPTURE(c.memory_target);
+        offload::combined<> grid_only;
+        grid_only.chain_program = false;
+        const auto with = offload::combined<>{}.run(p, tl, c);
+        const auto without = grid_only.run(p, tl, c);
+        REQUIRE(without.peak <= c.memory_target);
+        CHECK(with.peak <= c.memory_target);
+        CHECK(with.makespan <= without.makespan + 1e-9);
+        CHECK(with.stages.back().note.find("program:") != std::string::npos);
+        CHECK(without.stages.back().note.find("program:") == std::string::npos);
+        ++compared;
+        if (with.makespan < without.makespan - 1e-9) {
+          ++faster;
+          CHECK(with.stages.back().note.find("combined: the chain program: ") == 0);
+          check_combined_placed(p, c, true);  // with the program's plan
+        }
+      }
+    }
+  }
+  CHECK(faster > 0);
+  MESSAGE("the chain program faster than every split of the grid in " << faster << " of " << compared << " (chain, bandwidth, target) cases");
 }
 
 TEST_CASE("offload::refined takes every improving flip that still improves in one round, not only the best") {

@@ -17,6 +17,9 @@
 // (max(0, Delta_F/B - Av_B) or max(0, Delta_B/B - Av_F), or both transfers when both are pending);
 // the memory terms R_j are left to the simulator. When the chosen set does not fit the tick model
 // (which holds copies in flight for whole ticks), the offloader falls back to GREEDY's choice and says so.
+// The memory test counts the pending copies only (Delta+), not the copy engine's idle credit (see
+// chain_step::next). detail::chain_program is the same program with a third choice per value
+// (recompute), which offload::combined runs on chains.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <memplan/base/deadline.hpp>
@@ -42,6 +46,11 @@ struct chain_view {
   std::vector<std::int64_t> x;    // |x_i|, the candidates in production order
   std::vector<double> uf, ub;     // u_F(i), u_B(i)
   std::vector<std::int64_t> exf, exb;
+  // For chain_program's third choice (empty: offload or keep only): the seconds that rebuild x_i on
+  // the compute engine (< 0: it cannot be rebuilt), and whether that rebuild reads x_{i-1} (which must
+  // then have been kept on the device).
+  std::vector<double> rec;
+  std::vector<std::uint8_t> rec_needs_prev;
 };
 
 inline chain_view make_chain_view(const tick_model& m) {
@@ -110,113 +119,204 @@ inline std::int64_t chain_order_breaks(const tick_model& m) {
 
 namespace detail {
 
-// Algorithm 1 on a chain view: the offload decisions (indices) of the least idle time, or nothing
-// when no state survives the memory constraints, or when `clock` runs out first (then *cut_at, when
-// given, is the candidate it had reached; it stays -1 otherwise).
-inline std::optional<std::vector<std::int32_t>> algorithm1(const chain_view& c, std::int64_t M, double bandwidth, std::int32_t slots,
-                                                           const deadline& clock = deadline::never(), std::int64_t* cut_at = nullptr) {
+// What Algorithm 1 decides for each x_i: move it to the host and back (the paper's two choices),
+// keep it on the device, or (the combined program below) free it after its last forward use and
+// rebuild it on the compute engine before its backward use.
+enum class chain_decision : std::uint8_t { offload = 0, keep = 1, recompute = 2 };
+
+// One transition of Algorithm 1 over the fractional-communication relaxation, shared by the dynamic
+// program and by `chain_program_value` (which walks one sequence of decisions: the brute force the
+// tests compare the program with). The state: M_F (the candidates on the device in the forward
+// phase), Delta_F and Delta_B (the transfer backlogs), all in slots, and whether x_i was kept (only
+// where the view allows recomputation: a rebuilt x_{i+1} needs x_i on the device then); `idle` the
+// seconds added to the compute time so far.
+struct chain_step {
+  double unit = 1.0;     // bytes per slot
+  std::int64_t Ms = 0;   // the memory, in slots
+  double Bs = 0.0;       // slots per second
+  [[nodiscard]] std::int64_t slots_of(std::int64_t b) const { return static_cast<std::int64_t>(std::ceil(static_cast<double>(b) / unit)); }
+  [[nodiscard]] std::int64_t clampd(double d) const { return std::max<std::int64_t>(-Ms, static_cast<std::int64_t>(std::llround(d))); }
+  struct state {
+    std::int64_t mf2 = 0;  // 2 M_F + (x_i kept and recomputation considered)
+    std::int64_t df = 0, db = 0;
+    [[nodiscard]] auto key() const { return std::tuple{mf2, df, db}; }
+  };
+  // The state after deciding x_i from `s`, and the seconds it adds; nothing where the memory
+  // constraints fail (eqs. (1)-(8); the recompute transition is memplan's, see chain_program).
+  [[nodiscard]] std::optional<std::pair<state, double>> next(const chain_view& c, std::size_t i, const state& s, chain_decision d) const {
+    const auto L = c.x.size();
+    const auto xi = slots_of(c.x[i]), xn = i + 1 < L ? slots_of(c.x[i + 1]) : 0, ef = slots_of(c.exf[i]), eb = slots_of(c.exb[i]);
+    const bool rec_on = !c.rec.empty();
+    const auto prev_kept = (s.mf2 & 1) != 0;
+    const auto mf = (s.mf2 - (s.mf2 & 1)) / 2;
+    const auto df = s.df, db = s.db;
+    const auto dfp = std::max<std::int64_t>(0, df), dbp = std::max<std::int64_t>(0, db);
+    const auto mb = dbp + mf - dfp;  // |y_i| = 0
+    // The memory with every pending copy done must fit (waiting cannot make room beyond that).
+    // Algorithm 1's line subtracts Delta itself; where Delta < 0 (the copy engine idle, a credit of
+    // time) that adds the credit to the memory, and every state whose credit reached the clamp
+    // (-M) failed: at high bandwidth Algorithm 1 found no decisions at all (random chains at 100 B/s).
+    if (mf + ef - dfp + xn > Ms || mb + eb - dbp > Ms) return std::nullopt;
+    const double epsf = std::max(0.0, static_cast<double>(mf + ef + xn - Ms) / Bs);  // eq. (1)
+    const double epsb = std::max(0.0, static_cast<double>(mb + eb - Ms) / Bs);       // eq. (6)
+    const double movf = (epsf + c.uf[i]) * Bs, movb = (epsb + c.ub[i]) * Bs;
+    const double v = epsf + epsb;
+    switch (d) {
+      case chain_decision::offload:  // eqs. (2), (3), (7)
+        return std::pair{state{2 * (mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp + xi), movf))), clampd(static_cast<double>(dfp + xi) - movf),
+                               xi + std::max<std::int64_t>(0, clampd(static_cast<double>(db) - movb))},
+                         v};
+      case chain_decision::keep:  // eqs. (4), (5), (8)
+        return std::pair{state{2 * (mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf))) + (rec_on ? 1 : 0),
+                               clampd(static_cast<double>(df) - movf), clampd(static_cast<double>(db) - movb)},
+                         v};
+      case chain_decision::recompute: {
+        // x_i leaves the device after F_i reads it, with no copy; its producer runs again just before
+        // the backward reads it (rec[i] seconds on the compute engine: the step is that much longer,
+        // and the copy engine has that much more time in the backward group). It is on the device in
+        // that group as a kept value would be (M_F still counts it at this layer), and in no later one.
+        if (!rec_on || !(c.rec[i] >= 0.0) || (c.rec_needs_prev[i] && !prev_kept)) return std::nullopt;
+        const double movr = (epsb + c.ub[i] + c.rec[i]) * Bs;
+        return std::pair{state{2 * (mf + xn - xi - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf))), clampd(static_cast<double>(df) - movf),
+                               clampd(static_cast<double>(db) - movr)},
+                         v + c.rec[i]};
+      }
+    }
+    return std::nullopt;
+  }
+  // The idle time between the phases (eqs. (9)-(10), transfer terms only).
+  [[nodiscard]] double between_phases(const state& s) const {
+    const auto df = s.df, db = s.db;
+    if (df > 0 && db > 0) return static_cast<double>(df + db) / Bs;
+    if (df > 0 || db > 0) return std::max(0.0, static_cast<double>(df + db) / Bs);  // Delta_F / B - Av_B, or Delta_B / B - Av_F
+    return 0.0;
+  }
+  [[nodiscard]] state initial(const chain_view& c) const { return {2 * slots_of(c.x[0]), 0, 0}; }  // M_F counts the x_i only (x_0 enters with the first tick); ex_F / ex_B hold the rest
+};
+
+inline chain_step make_chain_step(std::int64_t M, double bandwidth, std::int32_t slots) {
+  chain_step st;
+  st.unit = std::max(1.0, std::ceil(static_cast<double>(M) / slots));
+  st.Ms = static_cast<std::int64_t>(std::floor(static_cast<double>(M) / st.unit));
+  st.Bs = bandwidth / st.unit;
+  return st;
+}
+
+// The seconds one sequence of decisions adds to the compute time in the model (idle time, plus the
+// rebuilds), +inf where it breaks the memory constraints: what chain_program minimises.
+inline double chain_program_value(const chain_view& c, std::int64_t M, double bandwidth, std::int32_t slots, const std::vector<chain_decision>& d) {
+  const auto st = make_chain_step(M, bandwidth, slots);
+  if (c.x.empty()) return 0.0;
+  auto s = st.initial(c);
+  double total = 0.0;
+  for (std::size_t i = 0; i < c.x.size(); ++i) {
+    const auto n = st.next(c, i, s, d[i]);
+    if (!n) return std::numeric_limits<double>::infinity();
+    s = n->first;
+    total += n->second;
+  }
+  return total + st.between_phases(s);
+}
+
+// Algorithm 1 on a chain view, with a third choice per value where the view gives rebuild times
+// (chain_view::rec): the decisions of the least added time (idle plus rebuilds), or nothing when no
+// state survives the memory constraints, or when `clock` runs out first (then *cut_at, when given,
+// is the candidate it had reached; it stays -1 otherwise). Exact for its model: states with one key
+// have the same futures, and each layer keeps the least time per key.
+inline std::optional<std::vector<chain_decision>> chain_program(const chain_view& c, std::int64_t M, double bandwidth, std::int32_t slots,
+                                                                const deadline& clock = deadline::never(), std::int64_t* cut_at = nullptr) {
   if (cut_at) *cut_at = -1;
   const auto L = c.x.size();
-  if (L == 0) return std::vector<std::int32_t>{};
-  const double unit = std::max(1.0, std::ceil(static_cast<double>(M) / slots));
-  auto sl = [&](std::int64_t b) { return static_cast<std::int64_t>(std::ceil(static_cast<double>(b) / unit)); };
-  const std::int64_t Ms = static_cast<std::int64_t>(std::floor(static_cast<double>(M) / unit));
-  const double Bs = bandwidth / unit;  // slots per second
-  const std::int64_t floor_d = -Ms;  // more idle credit than the whole memory is never used
-  auto clampd = [&](double d) { return std::max<std::int64_t>(floor_d, static_cast<std::int64_t>(std::llround(d))); };
-  using key = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // M_F, Delta_F, Delta_B (slots)
+  if (L == 0) return std::vector<chain_decision>{};
+  const auto st = make_chain_step(M, bandwidth, slots);
+  const std::uint64_t ways = c.rec.empty() ? 2 : 3;
   // The layer of IDLE being extended (its states sorted by key), and for every layer how each of its
-  // states was reached: `from` = 2 x (index of the parent in the layer before) + (0: x_i offloaded,
-  // 1: kept), which is also the order the states were generated in. Only these 4 bytes a state are
-  // kept for all layers: keeping whole states (40 bytes) for backtracking took 500 MB on DenseNet-121
-  // b32 and a quarter of Algorithm 1's time went to page faults (offload.md, stop 56).
-  struct state {
-    key k;
+  // states was reached: `from` = ways x (index of the parent in the layer before) + the decision
+  // (offload, keep, recompute), which is also the order the states were generated in. Only these 4
+  // bytes a state are kept for all layers: keeping whole states (40 bytes) for backtracking took
+  // 500 MB on DenseNet-121 b32 and a quarter of Algorithm 1's time went to page faults (offload.md, stop 56).
+  struct entry {
+    chain_step::state s;
     double idle;
   };
   struct generated {
-    key k;
+    chain_step::state s;
     double idle;
     std::uint64_t from;
   };
-  std::vector<state> layer{{{sl(c.x[0]), 0, 0}, 0.0}};  // M_F counts the x_i only (x_0 enters with the first tick); ex_F / ex_B hold the rest
+  std::vector<entry> layer{{st.initial(c), 0.0}};
   std::vector<std::vector<std::uint32_t>> reached(L + 1);
   std::vector<generated> next;
   for (std::size_t i = 0; i < L; ++i) {
-    // A layer holds up to 2 x the states of the one before (DenseNet-121 b32 in its given order: 1.5 s
-    // for the 1,435 layers), so the clock is read before each layer and every 4,096 states within one.
+    // A layer holds up to `ways` x the states of the one before (DenseNet-121 b32 in its given order:
+    // 1.5 s for the 1,435 layers of Algorithm 1), so the clock is read before each layer and every
+    // 4,096 states within one.
     if (i > 0 && clock.expired()) {
       if (cut_at) *cut_at = static_cast<std::int64_t>(i);
       return std::nullopt;
     }
-    const auto xi = sl(c.x[i]), xn = i + 1 < L ? sl(c.x[i + 1]) : 0, ef = sl(c.exf[i]), eb = sl(c.exb[i]);
+    // (Past 2^32 generated states the generation order no longer fits `reached`'s 4 bytes: no
+    // decision, the caller's fallback instead.)
+    if (ways * layer.size() > std::uint64_t{0xffffffff}) return std::nullopt;
     next.clear();
     for (std::size_t j = 0; j < layer.size(); ++j) {
       if ((j & 4095) == 4095 && clock.expired()) {
         if (cut_at) *cut_at = static_cast<std::int64_t>(i);
         return std::nullopt;
       }
-      const auto [mf, df, db] = layer[j].k;
-      const auto dfp = std::max<std::int64_t>(0, df), dbp = std::max<std::int64_t>(0, db);
-      const auto mb = dbp + mf - dfp;  // |y_i| = 0
-      if (mf + ef - df + xn > Ms || mb + eb - db > Ms) continue;
-      const double epsf = std::max(0.0, static_cast<double>(mf + ef + xn - Ms) / Bs);  // eq. (1)
-      const double epsb = std::max(0.0, static_cast<double>(mb + eb - Ms) / Bs);       // eq. (6)
-      const double movf = (epsf + c.uf[i]) * Bs, movb = (epsb + c.ub[i]) * Bs;
-      const double v = layer[j].idle + epsf + epsb;
-      // offload x_i: eqs. (2), (3), (7)
-      next.push_back({{mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp + xi), movf)), clampd(static_cast<double>(dfp + xi) - movf),
-                       xi + std::max<std::int64_t>(0, clampd(static_cast<double>(db) - movb))},
-                      v, 2 * static_cast<std::uint64_t>(j)});
-      // keep x_i: eqs. (4), (5), (8)
-      next.push_back({{mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf)), clampd(static_cast<double>(df) - movf),
-                       clampd(static_cast<double>(db) - movb)},
-                      v, 2 * static_cast<std::uint64_t>(j) + 1});
+      for (std::uint64_t d = 0; d < ways; ++d)
+        if (const auto n = st.next(c, i, layer[j].s, static_cast<chain_decision>(d)))
+          next.push_back({n->first, layer[j].idle + n->second, ways * static_cast<std::uint64_t>(j) + d});
     }
-    // One state per key: the least idle time, the first generated among equal ones (parents in key
-    // order, offload before keep: the rule of the std::map this once was, so the decisions are the
-    // same). Sorting by (key, generation) is the stable sort by key without its buffer.
-    std::sort(next.begin(), next.end(), [](const generated& a, const generated& b) { return a.k < b.k || (a.k == b.k && a.from < b.from); });
-    // (A layer of 2^31 states would take 64 GiB; past that the generation order no longer fits
-    // `reached`'s 4 bytes: no decision, GREEDY's choice instead.)
-    if (next.size() > std::size_t{0xffffffff}) return std::nullopt;
+    // One state per key: the least time, the first generated among equal ones (parents in key order,
+    // offload before keep before recompute: the rule of the std::map this once was, so Algorithm 1's
+    // decisions are the same). Sorting by (key, generation) is the stable sort by key without its buffer.
+    std::sort(next.begin(), next.end(), [](const generated& a, const generated& b) {
+      return a.s.key() < b.s.key() || (a.s.key() == b.s.key() && a.from < b.from);
+    });
     layer.clear();
     auto& how = reached[i + 1];
-    for (const auto& st : next) {
-      if (!layer.empty() && layer.back().k == st.k) {
-        if (st.idle < layer.back().idle) {
-          layer.back().idle = st.idle;
-          how.back() = static_cast<std::uint32_t>(st.from);
+    for (const auto& g : next) {
+      if (!layer.empty() && layer.back().s.key() == g.s.key()) {
+        if (g.idle < layer.back().idle) {
+          layer.back().idle = g.idle;
+          how.back() = static_cast<std::uint32_t>(g.from);
         }
       } else {
-        layer.push_back({st.k, st.idle});
-        how.push_back(static_cast<std::uint32_t>(st.from));
+        layer.push_back({g.s, g.idle});
+        how.push_back(static_cast<std::uint32_t>(g.from));
       }
     }
   }
-  // The idle time between the phases (eqs. (9)-(10), transfer terms only).
   double best = std::numeric_limits<double>::infinity();
   std::int64_t bj = -1;
-  for (std::size_t j = 0; j < layer.size(); ++j) {
-    const auto [mf, df, db] = layer[j].k;
-    (void)mf;
-    double g = 0.0;
-    if (df > 0 && db > 0) g = static_cast<double>(df + db) / Bs;
-    else if (df > 0) g = std::max(0.0, static_cast<double>(df + db) / Bs);   // Delta_F / B - Av_B, Av_B = -Delta_B / B
-    else if (db > 0) g = std::max(0.0, static_cast<double>(db + df) / Bs);   // Delta_B / B - Av_F
-    if (layer[j].idle + g < best) {
-      best = layer[j].idle + g;
+  for (std::size_t j = 0; j < layer.size(); ++j)
+    if (const double g = layer[j].idle + st.between_phases(layer[j].s); g < best) {
+      best = g;
       bj = static_cast<std::int64_t>(j);
     }
-  }
   if (best == std::numeric_limits<double>::infinity()) return std::nullopt;
-  std::vector<std::int32_t> chosen;
+  std::vector<chain_decision> d(L);
   for (std::size_t i = L; i > 0; --i) {
     const auto from = reached[i][static_cast<std::size_t>(bj)];
-    if (from % 2 == 0) chosen.push_back(static_cast<std::int32_t>(i - 1));
-    bj = from / 2;
+    d[i - 1] = static_cast<chain_decision>(from % ways);
+    bj = from / ways;
   }
-  std::reverse(chosen.begin(), chosen.end());
+  return d;
+}
+
+// Algorithm 1 on a chain view: the offload decisions (indices) of the least idle time, or nothing
+// when no state survives the memory constraints, or when `clock` runs out first (see chain_program;
+// recomputation is not considered whatever the view holds).
+inline std::optional<std::vector<std::int32_t>> algorithm1(chain_view c, std::int64_t M, double bandwidth, std::int32_t slots,
+                                                           const deadline& clock = deadline::never(), std::int64_t* cut_at = nullptr) {
+  c.rec.clear();
+  c.rec_needs_prev.clear();
+  const auto d = chain_program(c, M, bandwidth, slots, clock, cut_at);
+  if (!d) return std::nullopt;
+  std::vector<std::int32_t> chosen;
+  for (std::size_t i = 0; i < d->size(); ++i)
+    if ((*d)[i] == chain_decision::offload) chosen.push_back(static_cast<std::int32_t>(i));
   return chosen;
 }
 
