@@ -161,6 +161,7 @@ inline timeline chain_decisions_plan(const problem& p, const timeline& tl, const
   std::size_t final_moved = moved.size();
   bool met = true;  // (no choice to make: the rebuilds alone meet the target)
   auto out = run_offloader(p, std::move(r), ctx, "combined", [&moved, &clock, refine, &final_moved, &met](chooser& ch, std::int64_t) {
+    ch.charge_to(clock);  // (on a work clock: its simulations are the search's work)
     std::vector<std::int32_t> chosen;
     const auto& cs = ch.model().candidates;
     for (std::size_t i = 0; i < cs.size(); ++i)
@@ -192,20 +193,26 @@ inline bool chain_program_applies(const problem& p, const timeline& tl, const de
   return !m.candidates.empty() && chain_order_breaks(m) == 0;
 }
 
-// The chain program's plan (where chain_program_applies). Nothing where no value can be rebuilt, or
-// the program finds no decisions within `clock`.
-inline std::optional<timeline> chain_program_plan(const problem& p, const timeline& tl, const plan_context& ctx, const deadline& clock, std::string& what) {
+// The chain program's plan (where chain_program_applies), memory in `slots` slots. Nothing where no
+// value can be rebuilt, or the program finds no decisions within `clock`.
+inline std::optional<timeline> chain_program_plan(const problem& p, const timeline& tl, const plan_context& ctx, std::int32_t slots, const deadline& clock,
+                                                  std::string& what) {
   if (!chain_program_applies(p, tl, ctx.timing)) return std::nullopt;
   const auto m = make_model(p, tl, ctx.timing);
   auto c = make_chain_view(m);
   if (!fill_rebuilds(p, m, remat::detail::engine(p, tl), c)) return std::nullopt;
-  auto d = chain_program(c, ctx.peak_target(), ctx.timing.bandwidth, 500, clock);
+  auto d = chain_program(c, ctx.peak_target(), ctx.timing.bandwidth, slots, clock);
   if (!d) return std::nullopt;
+  // The searches below stop at `clock`; without one (deterministic mode) at refined's limit on a work
+  // clock charged by their simulations, as `refined` does: the same plan on any machine, and an end
+  // on long chains (a round simulates every other choice of every value).
+  work_clock work;
+  const auto search = clock.limited() ? clock : deadline::after(refined{}.time_limit_s, &work);
   // Then a local search over the three choices in the simulator, from the program's decisions: each
   // round simulates every other allowed choice for every value and takes the best that meets the
-  // target and shortens the step (any that meets it, where the program's decisions do not). The program's relaxation alone reached the best
-  // decisions of this family (brute force in the simulator) on 64 of 160 random chains at 6 B/s, with
-  // this search on 133 (docs/offload.md, the chain program).
+  // target and shortens the step (any that meets it, where the program's decisions do not). The
+  // program's decisions alone were the best of this family (brute force in the simulator) on 106 of
+  // 160 random chains at 6 B/s, after this search on 137 (docs/offload.md, the chain program).
   const auto allowed = [&c](const std::vector<chain_decision>& a) {
     for (std::size_t i = 0; i < a.size(); ++i)
       if (a[i] == chain_decision::recompute && (!(c.rec[i] >= 0.0) || (c.rec_needs_prev[i] && (i == 0 || a[i - 1] != chain_decision::keep))))
@@ -217,7 +224,7 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
     std::string w;
     bool fits = false;
     try {
-      const auto r = chain_decisions_plan(p, tl, ctx, m, a, false, clock, w, &fits);
+      const auto r = chain_decisions_plan(p, tl, ctx, m, a, false, search, w, &fits);
       return fits ? r.makespan : never_fits;
     } catch (const error& e) {  // (above the host limit)
       if (e.code() != errc::infeasible) throw;
@@ -225,10 +232,10 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
     }
   };
   auto cur = score(*d);
-  for (std::int32_t round = 0; round < 64 && !clock.expired(); ++round) {
+  for (std::int32_t round = 0; round < 64 && !search.expired(); ++round) {
     auto best = cur;
     std::vector<chain_decision> best_d;
-    for (std::size_t i = 0; i < d->size() && !clock.expired(); ++i)
+    for (std::size_t i = 0; i < d->size() && !search.expired(); ++i)
       for (std::uint8_t k = 0; k < 3; ++k) {
         auto a = *d;
         a[i] = static_cast<chain_decision>(k);
@@ -242,7 +249,7 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
     *d = std::move(best_d);
     cur = best;
   }
-  return chain_decisions_plan(p, tl, ctx, m, *d, true, clock, what);
+  return chain_decisions_plan(p, tl, ctx, m, *d, true, search, what);
 }
 
 }  // namespace detail
@@ -255,6 +262,10 @@ struct combined {
   std::int32_t steps = 8;     // the grid: T = budget + j/steps (peak - budget), j = 0..steps
   double time_limit_s = 4.0;  // the whole search (plan_context::time_limit_s overrides; none when deterministic)
   bool chain_program = true;  // on a chain, also the keep / offload / recompute program (detail::chain_program_plan)
+  // Its memory slots. The third choice multiplies Algorithm 1's states: with 500 slots (the paper's S)
+  // a 50-value random chain took 36 s; with 100, 0.2 s (500 values: 0.9 s), and on 160 random chains
+  // at 2 and 6 B/s it was faster than every grid split on 10 and 9 (13 and 10 with 500).
+  std::int32_t program_slots = 100;
   [[nodiscard]] std::string name() const { return "combined"; }
 
   [[nodiscard]] timeline run(const problem& p, timeline tl, const plan_context& ctx) const {
@@ -305,7 +316,7 @@ struct combined {
         std::string what;
         std::optional<timeline> dp;
         try {
-          dp = detail::chain_program_plan(p, tl, c, split_clock, what);
+          dp = detail::chain_program_plan(p, tl, c, program_slots, split_clock, what);
         } catch (const error& e) {
           if (e.code() != errc::infeasible) throw;
         }

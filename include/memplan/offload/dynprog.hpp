@@ -17,8 +17,7 @@
 // (max(0, Delta_F/B - Av_B) or max(0, Delta_B/B - Av_F), or both transfers when both are pending);
 // the memory terms R_j are left to the simulator. When the chosen set does not fit the tick model
 // (which holds copies in flight for whole ticks), the offloader falls back to GREEDY's choice and says so.
-// The memory test counts the pending copies only (Delta+), not the copy engine's idle credit (see
-// chain_step::next). detail::chain_program is the same program with a third choice per value
+// Delta never goes negative: the copy engine's idle credit is dropped (see chain_step). detail::chain_program is the same program with a third choice per value
 // (recompute), which offload::combined runs on chains.
 #include <algorithm>
 #include <chrono>
@@ -127,15 +126,24 @@ enum class chain_decision : std::uint8_t { offload = 0, keep = 1, recompute = 2 
 // One transition of Algorithm 1 over the fractional-communication relaxation, shared by the dynamic
 // program and by `chain_program_value` (which walks one sequence of decisions: the brute force the
 // tests compare the program with). The state: M_F (the candidates on the device in the forward
-// phase), Delta_F and Delta_B (the transfer backlogs), all in slots, and whether x_i was kept (only
-// where the view allows recomputation: a rebuilt x_{i+1} needs x_i on the device then); `idle` the
-// seconds added to the compute time so far.
+// phase), Delta_F and Delta_B (the bytes still to copy out and in), all in slots, and whether x_i was
+// kept (only where the view allows recomputation: a rebuilt x_{i+1} needs x_i on the device then).
+//
+// The paper lets Delta go negative: a credit of idle copy-engine time, used only by the idle time
+// between the phases (Av_F, Av_B in eqs. (9)-(10)). memplan keeps Delta >= 0 (no credit). Two reasons:
+//   * Algorithm 1's memory test, M_F + ex_F - Delta_F + |x_{i+1}| <= M, adds a credit to the memory.
+//     Once the credit reached its clamp (-M) no state survived: at 100 B/s no random chain got a
+//     decision, and `dynprog` fell back to GREEDY's choice.
+//   * Keeping the credit and testing Delta+ instead gave worse decisions and far more states: on the
+//     48 chain instances of `test_offload` dynprog was optimal on 41, against 43 without it, and a
+//     50-value chain took 0.3-3.4 s against 0.2-1.1 s.
+// Without the credit, the idle time between the phases is both backlogs' transfer time.
 struct chain_step {
   double unit = 1.0;     // bytes per slot
   std::int64_t Ms = 0;   // the memory, in slots
   double Bs = 0.0;       // slots per second
   [[nodiscard]] std::int64_t slots_of(std::int64_t b) const { return static_cast<std::int64_t>(std::ceil(static_cast<double>(b) / unit)); }
-  [[nodiscard]] std::int64_t clampd(double d) const { return std::max<std::int64_t>(-Ms, static_cast<std::int64_t>(std::llround(d))); }
+  [[nodiscard]] static std::int64_t backlog(double d) { return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::llround(d))); }
   struct state {
     std::int64_t mf2 = 0;  // 2 M_F + (x_i kept and recomputation considered)
     std::int64_t df = 0, db = 0;
@@ -150,26 +158,18 @@ struct chain_step {
     const auto prev_kept = (s.mf2 & 1) != 0;
     const auto mf = (s.mf2 - (s.mf2 & 1)) / 2;
     const auto df = s.df, db = s.db;
-    const auto dfp = std::max<std::int64_t>(0, df), dbp = std::max<std::int64_t>(0, db);
-    const auto mb = dbp + mf - dfp;  // |y_i| = 0
-    // The memory with every pending copy done must fit (waiting cannot make room beyond that).
-    // Algorithm 1's line subtracts Delta itself; where Delta < 0 (the copy engine idle, a credit of
-    // time) that adds the credit to the memory, and every state whose credit reached the clamp
-    // (-M) failed: at high bandwidth Algorithm 1 found no decisions at all (random chains at 100 B/s).
-    if (mf + ef - dfp + xn > Ms || mb + eb - dbp > Ms) return std::nullopt;
+    const auto mb = db + mf - df;  // |y_i| = 0
+    if (mf + ef - df + xn > Ms || mb + eb - db > Ms) return std::nullopt;
     const double epsf = std::max(0.0, static_cast<double>(mf + ef + xn - Ms) / Bs);  // eq. (1)
     const double epsb = std::max(0.0, static_cast<double>(mb + eb - Ms) / Bs);       // eq. (6)
     const double movf = (epsf + c.uf[i]) * Bs, movb = (epsb + c.ub[i]) * Bs;
+    const auto out_of = [&](std::int64_t pending) { return static_cast<std::int64_t>(std::min(static_cast<double>(pending), movf)); };
     const double v = epsf + epsb;
     switch (d) {
       case chain_decision::offload:  // eqs. (2), (3), (7)
-        return std::pair{state{2 * (mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp + xi), movf))), clampd(static_cast<double>(dfp + xi) - movf),
-                               xi + std::max<std::int64_t>(0, clampd(static_cast<double>(db) - movb))},
-                         v};
+        return std::pair{state{2 * (mf + xn - out_of(df + xi)), backlog(static_cast<double>(df + xi) - movf), xi + backlog(static_cast<double>(db) - movb)}, v};
       case chain_decision::keep:  // eqs. (4), (5), (8)
-        return std::pair{state{2 * (mf + xn - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf))) + (rec_on ? 1 : 0),
-                               clampd(static_cast<double>(df) - movf), clampd(static_cast<double>(db) - movb)},
-                         v};
+        return std::pair{state{2 * (mf + xn - out_of(df)) + (rec_on ? 1 : 0), backlog(static_cast<double>(df) - movf), backlog(static_cast<double>(db) - movb)}, v};
       case chain_decision::recompute: {
         // x_i leaves the device after F_i reads it, with no copy; its producer runs again just before
         // the backward reads it (rec[i] seconds on the compute engine: the step is that much longer,
@@ -177,20 +177,14 @@ struct chain_step {
         // that group as a kept value would be (M_F still counts it at this layer), and in no later one.
         if (!rec_on || !(c.rec[i] >= 0.0) || (c.rec_needs_prev[i] && !prev_kept)) return std::nullopt;
         const double movr = (epsb + c.ub[i] + c.rec[i]) * Bs;
-        return std::pair{state{2 * (mf + xn - xi - static_cast<std::int64_t>(std::min(static_cast<double>(dfp), movf))), clampd(static_cast<double>(df) - movf),
-                               clampd(static_cast<double>(db) - movr)},
+        return std::pair{state{2 * (mf + xn - xi - out_of(df)), backlog(static_cast<double>(df) - movf), backlog(static_cast<double>(db) - movr)},
                          v + c.rec[i]};
       }
     }
     return std::nullopt;
   }
-  // The idle time between the phases (eqs. (9)-(10), transfer terms only).
-  [[nodiscard]] double between_phases(const state& s) const {
-    const auto df = s.df, db = s.db;
-    if (df > 0 && db > 0) return static_cast<double>(df + db) / Bs;
-    if (df > 0 || db > 0) return std::max(0.0, static_cast<double>(df + db) / Bs);  // Delta_F / B - Av_B, or Delta_B / B - Av_F
-    return 0.0;
-  }
+  // The idle time between the phases (eqs. (9)-(10), their transfer terms without the credit).
+  [[nodiscard]] double between_phases(const state& s) const { return static_cast<double>(s.df + s.db) / Bs; }
   [[nodiscard]] state initial(const chain_view& c) const { return {2 * slots_of(c.x[0]), 0, 0}; }  // M_F counts the x_i only (x_0 enters with the first tick); ex_F / ex_B hold the rest
 };
 
