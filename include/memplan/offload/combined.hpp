@@ -133,39 +133,36 @@ struct drop_chosen {
 // fractional copies, whole-tick memory -- and the simulator is the referee). The builder's record is
 // popped, as a split's. *fits (where given) says whether these offloads themselves meet the target:
 // where they do not, the builder's fallback (every value offloaded) is what comes back.
-inline timeline chain_decisions_plan(const problem& p, const timeline& tl, const plan_context& ctx, const tick_model& m,
+inline timeline chain_decisions_plan(const problem& p, const timeline& tl, const plan_context& ctx, const tick_model& m, remat::detail::engine& e,
                                      const std::vector<chain_decision>& d, bool refine, const deadline& clock, std::string& what,
                                      bool* fits = nullptr) {
   drop_chosen pol;
   pol.at.assign(static_cast<std::size_t>(p.num_storages()), -1);
-  std::vector<storage_id> moved;
-  std::size_t kept = 0, rebuilt = 0;
+  std::vector<std::uint8_t> moved(static_cast<std::size_t>(p.num_storages()), 0);  // per storage: offloaded
+  std::size_t kept = 0, rebuilt = 0, offloaded = 0;
   for (std::size_t i = 0; i < d.size(); ++i) {
     const auto& k = m.candidates[i];
     if (d[i] == chain_decision::recompute) {
       pol.at[static_cast<std::size_t>(k.storage)] = k.before;
       ++rebuilt;
     } else if (d[i] == chain_decision::offload) {
-      moved.push_back(k.storage);
+      moved[static_cast<std::size_t>(k.storage)] = 1;
+      ++offloaded;
     } else {
       ++kept;
     }
   }
   // (The replay is not stopped by the clock: on a chain it is one pass over the steps and a burst per
   // rebuilt value, and a plan cut short by it would lose a search's result.)
-  timeline r = tl;
-  if (rebuilt > 0) {
-    remat::detail::engine e(p, tl);
-    r = remat::detail::carry(tl, e.run(pol, std::numeric_limits<std::int64_t>::max(), false));
-  }
-  std::size_t final_moved = moved.size();
+  timeline r = rebuilt > 0 ? remat::detail::carry(tl, e.run(pol, std::numeric_limits<std::int64_t>::max(), false)) : tl;
+  std::size_t final_moved = offloaded;
   bool met = true;  // (no choice to make: the rebuilds alone meet the target)
   auto out = run_offloader(p, std::move(r), ctx, "combined", [&moved, &clock, refine, &final_moved, &met](chooser& ch, std::int64_t) {
     ch.charge_to(clock);  // (on a work clock: its simulations are the search's work)
     std::vector<std::int32_t> chosen;
     const auto& cs = ch.model().candidates;
     for (std::size_t i = 0; i < cs.size(); ++i)
-      if (std::find(moved.begin(), moved.end(), cs[i].storage) != moved.end()) chosen.push_back(static_cast<std::int32_t>(i));
+      if (moved[static_cast<std::size_t>(cs[i].storage)]) chosen.push_back(static_cast<std::int32_t>(i));
     if (refine) {
       auto best = refine_choice(ch, chosen, 64, clock, 1e-4);
       final_moved = best.chosen.size();
@@ -177,30 +174,30 @@ inline timeline chain_decisions_plan(const problem& p, const timeline& tl, const
   });
   out.stages.pop_back();
   if (fits) *fits = met && out.peak <= ctx.peak_target();
-  what = "the chain program: " + std::to_string(kept) + " kept, " + std::to_string(moved.size()) + " offloaded, " + std::to_string(rebuilt) +
+  what = "the chain program: " + std::to_string(kept) + " kept, " + std::to_string(offloaded) + " offloaded, " + std::to_string(rebuilt) +
          " recomputed of " + std::to_string(d.size()) + " values" +
-         (final_moved != moved.size() ? " (" + std::to_string(final_moved) + " offloaded after refined's local search)" : "");
+         (final_moved != offloaded ? " (" + std::to_string(final_moved) + " offloaded after refined's local search)" : "");
   return out;
 }
 
 // Whether the chain program applies: a timeline of compute steps (and frees) whose values are read
-// back in reverse production order, with a link to move them.
-inline bool chain_program_applies(const problem& p, const timeline& tl, const device_timing& timing) {
+// back in reverse production order, with a link to move them. (The model, where it does.)
+inline std::optional<tick_model> chain_program_model(const problem& p, const timeline& tl, const device_timing& timing) {
+  if (!(timing.bandwidth > 0)) return std::nullopt;
   for (const auto& st : tl.steps)
-    if (runs_op(st.kind) ? st.kind != step_kind::compute : st.kind != step_kind::free) return false;
-  if (!(timing.bandwidth > 0)) return false;
-  const auto m = make_model(p, tl, timing);
-  return !m.candidates.empty() && chain_order_breaks(m) == 0;
+    if (runs_op(st.kind) ? st.kind != step_kind::compute : st.kind != step_kind::free) return std::nullopt;
+  auto m = make_model(p, tl, timing);
+  if (m.candidates.empty() || chain_order_breaks(m) != 0) return std::nullopt;
+  return m;
 }
 
-// The chain program's plan (where chain_program_applies), memory in `slots` slots. Nothing where no
-// value can be rebuilt, or the program finds no decisions within `clock`.
-inline std::optional<timeline> chain_program_plan(const problem& p, const timeline& tl, const plan_context& ctx, std::int32_t slots, const deadline& clock,
-                                                  std::string& what) {
-  if (!chain_program_applies(p, tl, ctx.timing)) return std::nullopt;
-  const auto m = make_model(p, tl, ctx.timing);
+// The chain program's plan on the model chain_program_model gave, memory in `slots` slots. Nothing
+// where no value can be rebuilt, or the program finds no decisions within `clock`.
+inline std::optional<timeline> chain_program_plan(const problem& p, const timeline& tl, const tick_model& m, const plan_context& ctx, std::int32_t slots,
+                                                  const deadline& clock, std::string& what) {
+  remat::detail::engine e(p, tl);  // (one for every replay below)
   auto c = make_chain_view(m);
-  if (!fill_rebuilds(p, m, remat::detail::engine(p, tl), c)) return std::nullopt;
+  if (!fill_rebuilds(p, m, e, c)) return std::nullopt;
   auto d = chain_program(c, ctx.peak_target(), ctx.timing.bandwidth, slots, clock);
   if (!d) return std::nullopt;
   // The searches below stop at `clock`; without one (deterministic mode) at refined's limit on a work
@@ -224,7 +221,7 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
     std::string w;
     bool fits = false;
     try {
-      const auto r = chain_decisions_plan(p, tl, ctx, m, a, false, search, w, &fits);
+      const auto r = chain_decisions_plan(p, tl, ctx, m, e, a, false, search, w, &fits);
       return fits ? r.makespan : never_fits;
     } catch (const error& e) {  // (above the host limit)
       if (e.code() != errc::infeasible) throw;
@@ -249,7 +246,7 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
     *d = std::move(best_d);
     cur = best;
   }
-  return chain_decisions_plan(p, tl, ctx, m, *d, true, search, what);
+  return chain_decisions_plan(p, tl, ctx, m, e, *d, true, search, what);
 }
 
 }  // namespace detail
@@ -280,8 +277,8 @@ struct combined {
     // On a chain, the chain program (keep / offload / recompute by dynamic programming) is tried
     // right after the two ends, as one more split (-1): the grid is the heuristic for DAGs.
     auto order = detail::split_order(steps);
-    if (chain_program && detail::chain_program_applies(p, tl, ctx.timing))
-      order.insert(order.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(order.size())), -1);
+    const auto chain = chain_program ? detail::chain_program_model(p, tl, ctx.timing) : std::nullopt;
+    if (chain) order.insert(order.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(order.size())), -1);
     std::string program;  // what the chain program chose (empty: it did not run, or found nothing)
     std::optional<timeline> best;
     std::int32_t best_j = -1;
@@ -316,7 +313,7 @@ struct combined {
         std::string what;
         std::optional<timeline> dp;
         try {
-          dp = detail::chain_program_plan(p, tl, c, program_slots, split_clock, what);
+          dp = detail::chain_program_plan(p, tl, *chain, c, program_slots, split_clock, what);
         } catch (const error& e) {
           if (e.code() != errc::infeasible) throw;
         }

@@ -13,12 +13,12 @@
 //
 // State (§5.2.1): IDLE(i, M_F, Delta_F, Delta_B), memory discretised into `slots` slots of M / slots
 // bytes (the paper: S = 500), sizes rounded up. Transitions: eqs. (1)-(8) for offloading x_i or not.
-// The idle time between the phases, eqs. (9)-(10), is simplified to its transfer terms
-// (max(0, Delta_F/B - Av_B) or max(0, Delta_B/B - Av_F), or both transfers when both are pending);
-// the memory terms R_j are left to the simulator. When the chosen set does not fit the tick model
-// (which holds copies in flight for whole ticks), the offloader falls back to GREEDY's choice and says so.
-// Delta never goes negative: the copy engine's idle credit is dropped (see chain_step). detail::chain_program is the same program with a third choice per value
-// (recompute), which offload::combined runs on chains.
+// Delta never goes negative: the copy engine's idle credit is dropped (see chain_step), so the idle
+// time between the phases, eqs. (9)-(10), is both backlogs' transfer time; the memory terms R_j are
+// left to the simulator. When the chosen set does not fit the tick model (which holds copies in
+// flight for whole ticks), the offloader falls back to GREEDY's choice and says so.
+// detail::chain_program is the same program with a third choice per value (recompute), which
+// offload::combined runs on chains.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
