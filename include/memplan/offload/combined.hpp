@@ -212,8 +212,7 @@ inline std::optional<timeline> chain_program_plan(const problem& p, const timeli
   // 160 random chains at 6 B/s, after this search on 137 (docs/offload.md, the chain program).
   const auto allowed = [&c](const std::vector<chain_decision>& a) {
     for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i] == chain_decision::recompute && (!(c.rec[i] >= 0.0) || (c.rec_needs_prev[i] && (i == 0 || a[i - 1] != chain_decision::keep))))
-        return false;
+      if (a[i] == chain_decision::recompute && !c.rebuildable(i, i > 0 && a[i - 1] == chain_decision::keep)) return false;
     return true;
   };
   constexpr double never_fits = std::numeric_limits<double>::infinity();

@@ -50,6 +50,10 @@ struct chain_view {
   // then have been kept on the device).
   std::vector<double> rec;
   std::vector<std::uint8_t> rec_needs_prev;
+  // May x_i be rebuilt, x_{i-1} kept or not?
+  [[nodiscard]] bool rebuildable(std::size_t i, bool prev_kept) const {
+    return !rec.empty() && rec[i] >= 0.0 && (!rec_needs_prev[i] || prev_kept);
+  }
 };
 
 inline chain_view make_chain_view(const tick_model& m) {
@@ -175,7 +179,7 @@ struct chain_step {
         // the backward reads it (rec[i] seconds on the compute engine: the step is that much longer,
         // and the copy engine has that much more time in the backward group). It is on the device in
         // that group as a kept value would be (M_F still counts it at this layer), and in no later one.
-        if (!rec_on || !(c.rec[i] >= 0.0) || (c.rec_needs_prev[i] && !prev_kept)) return std::nullopt;
+        if (!c.rebuildable(i, prev_kept)) return std::nullopt;
         const double movr = (epsb + c.ub[i] + c.rec[i]) * Bs;
         return std::pair{state{2 * (mf + xn - xi - out_of(df)), backlog(static_cast<double>(df) - movf), backlog(static_cast<double>(db) - movr)},
                          v + c.rec[i]};
