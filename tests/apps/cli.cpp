@@ -541,6 +541,34 @@ TEST_CASE("plan --offloader: a timed plan within the budget, verified, the repor
   CHECK(has(bad.err, "--bandwidth"));
 }
 
+TEST_CASE("plan --offloader combined on a training chain: the chain program's plan, verified, faster than offloading or recomputing alone") {
+  // chain6.json: 6 layers, costs in seconds; at 50,000 B (the peak is 79,428 B, no plan needs less than
+  // 46,656 B) combined's chain program keeps, offloads and recomputes (docs/offload.md, the chain program).
+  scratch s;
+  const auto graph = "'" + data + "/chain6.json'";
+  const std::string common = " --budget 50000 --bandwidth 4e6 --deterministic";
+  auto makespan_of = [&](const std::string& policies, const std::string& tag) {
+    const auto r = s.run("plan " + graph + common + " " + policies + " -v -o '" + s / (tag + ".json") + "' --report-json '" + s / (tag + ".report.json") + "'");
+    INFO(tag, r.err);
+    REQUIRE(r.code == 0);
+    CHECK(s.run("verify " + graph + " '" + s / (tag + ".json") + "'").code == 0);
+    const auto j = nlohmann::json::parse(slurp(s / (tag + ".report.json")));
+    CHECK(j["arena_bytes"].get<std::int64_t>() <= 50000);
+    CHECK(j["makespan"].get<double>() >= j["makespan_lower_bound"].get<double>());
+    return std::pair{j["makespan"].get<double>(), r.out};
+  };
+  const auto offload_only = makespan_of("--offloader default", "offload").first;
+  const auto recompute_only = makespan_of("--checkpointer default --offloader none", "recompute").first;
+  const auto combined = makespan_of("--offloader combined", "combined");
+  CAPTURE(offload_only);
+  CAPTURE(recompute_only);
+  CAPTURE(combined.first);
+  CHECK(has(combined.second, "combined: the chain program:"));
+  CHECK(has(combined.second, "recomputed of 5 values"));
+  CHECK(combined.first < offload_only);
+  CHECK(combined.first < recompute_only);
+}
+
 TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhead), frontier writes them as CSV columns") {
   const auto model = bundled_model("transformer-train-b1.json.gz");
   if (model.empty()) return;

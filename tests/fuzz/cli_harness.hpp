@@ -3,10 +3,12 @@
 // run through memplan::cli::run_command_line (apps/memplan/command_line.cpp, the memplan_cli_objects library).
 //
 // Sandbox: the command runs in a scratch directory that is emptied after every run, and an argument
-// with a '/' is refused, so the files it writes (-o, --svg, ...) can only land there. Four arguments
-// stand for real files: @G small.json, @Z small.json.gz, @P a valid plan of small.json, @C a
-// MiniMalloc CSV. zoo and frontier are parsed only (their work grows with their numbers, not with the
-// input), and every time limit is capped at 50 ms. Exit code 3 (an internal error) is a finding.
+// with a '/' is refused, so the files it writes (-o, --svg, ...) can only land there. Five arguments
+// stand for real files: @G small.json, @Z small.json.gz, @T chain6.json (a 6-layer training chain with
+// costs in seconds: budgets between 46,656 and 79,428 B leave the offloaders, combined's chain program
+// among them, real choices), @P a valid plan of small.json, @C a MiniMalloc CSV. zoo and frontier are
+// parsed only (their work grows with their numbers, not with the input), and every time limit is
+// capped at 50 ms. Exit code 3 (an internal error) is a finding.
 #include <unistd.h>
 
 #include <cstdint>
@@ -27,7 +29,7 @@ namespace memplan::fuzz {
 // The scratch directory and the input files, made once per process and removed at its exit.
 struct cli_sandbox {
   std::filesystem::path root, work;
-  std::string graph, graph_gz, plan, csv;
+  std::string graph, graph_gz, chain, plan, csv;
 
   cli_sandbox() {
     std::string templ = (std::filesystem::temp_directory_path() / "memplan-fuzz-cli-XXXXXX").string();
@@ -37,6 +39,7 @@ struct cli_sandbox {
     std::filesystem::create_directories(work);
     graph = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/small.json";
     graph_gz = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/small.json.gz";
+    chain = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/chain6.json";
     plan = (root / "small.plan.json").string();
     csv = (root / "buffers.csv").string();
     const auto& fx = plan_fixture::get();
@@ -64,6 +67,7 @@ inline int cli_args(const std::uint8_t* data, std::size_t size) {
   auto push = [&](std::string a) {
     if (a == "@G") a = box.graph;
     else if (a == "@Z") a = box.graph_gz;
+    else if (a == "@T") a = box.chain;
     else if (a == "@P") a = box.plan;
     else if (a == "@C") a = box.csv;
     else if (a.find('/') != std::string::npos) return false;
