@@ -569,6 +569,27 @@ TEST_CASE("plan --offloader combined on a training chain: the chain program's pl
   CHECK(combined.first < recompute_only);
 }
 
+TEST_CASE("plan --offloader at a chain's floor: the fastest choice places above it, the last resort offloads every value and fits") {
+  // chain6.json at its floor (46,656 B: no plan of any kind needs less) and 1e5 B/s: refined's choice
+  // (4 of 6 values) meets the floor in the model, but its buffers place at 48,192 B at best; plan()'s
+  // last resort (plan_context::offload_everything) offloads all 6, which place at 46,656 B.
+  scratch s;
+  const auto graph = "'" + data + "/chain6.json'";
+  for (const auto* name : {"default", "refined", "brute_force", "greedy"}) {
+    CAPTURE(name);
+    const auto r = s.run("plan " + graph + " --budget 46656 --offloader " + name + " --bandwidth 1e5 --deterministic -v -o '" + s / "p.json" +
+                         "' --report-json '" + s / "r.json" + "'");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(s.run("verify " + graph + " '" + s / "p.json" + "'").code == 0);
+    const auto j = nlohmann::json::parse(slurp(s / "r.json"));
+    CHECK(j["arena_bytes"].get<std::int64_t>() <= 46656);
+    CHECK(j["transfer_bytes"].get<std::int64_t>() > 0);
+    // greedy's own choice is every value there (its last prefix); the others get there by the last resort.
+    CHECK(has(r.out, "last resort") == (std::string(name) != "greedy"));
+  }
+}
+
 TEST_CASE("plan --budget reports the overhead bounds (at most the plan's overhead), frontier writes them as CSV columns") {
   const auto model = bundled_model("transformer-train-b1.json.gz");
   if (model.empty()) return;

@@ -138,12 +138,13 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           // (to_beat: seconds its step must beat, where it runs only to be faster; see below. aim: a
           // target of its own, where it runs again aimed lower, below; the checkpointer's record
           // then already says why it was not used.)
-          auto run_alone = [&](double to_beat = -1.0, std::int64_t aim = -1) {
+          auto run_alone = [&](double to_beat = -1.0, std::int64_t aim = -1, bool everything = false) {
             ran_alone = true;
             timeline alone;
             try {
               plan_context c = sctx;
               c.offload_to_beat = to_beat;
+              c.offload_everything = c.offload_everything || everything;
               if (aim >= 0) c.memory_target = aim;
               alone = run_stage(std::get<I + 1>(t), p, given, c);
             } catch (const error& e) {
@@ -309,14 +310,21 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             // over_at: a target known to overshoot. The aims: below it by the overshoot (the secant
             // step), then twice the largest overshoot lower, then the least target; where the plan
             // aimed at one is no faster than the slower plan, halfway back up to over_at.
+            // Where the plan aimed at the least target overshoots too, one more run there moves every
+            // value (plan_context::offload_everything, plan()'s last resort): random training graph
+            // 3526, where offloading alone meets the budget only so, at 908 s a step against the
+            // checkpointer's 975 s.
             auto over_at = std::min(sctx.peak_target(), placed.peak);
             auto most_over = placed.arena - ctx.arena_target;
             auto aim = over_at - most_over;
-            for (int k = 0; k < 4; ++k) {
+            bool everything = false;
+            for (int k = 0; k < 5; ++k) {
               if (ctx.cache) aim = std::max(aim, ctx.cache->op_local());  // (the least target: no plan peaks below it)
-              if (aim < 0 || aim >= over_at || (!sctx.deterministic && sctx.stop.expired())) break;
-              auto again = run_alone(-1.0, aim);
+              if ((k == 4 && !everything) || (!sctx.deterministic && sctx.stop.expired())) break;
+              if (!everything && (aim < 0 || aim >= over_at)) break;
+              auto again = run_alone(-1.0, aim, everything);
               if (again.stages.empty() || !better_plan(p, again, p, second)) {  // (refused, or no faster)
+                if (everything) break;
                 aim += (over_at - aim) / 2;
                 continue;
               }
@@ -336,6 +344,8 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                 break;
               }
               for (std::size_t r = again_records; r < again.stages.size(); ++r) lower_place_s += again.stages[r].seconds;
+              if (everything) break;
+              everything = ctx.cache && aim == ctx.cache->op_local();
               most_over = std::max(most_over, again.arena - ctx.arena_target);
               over_at = aim;
               aim = k == 0 ? aim - 2 * most_over : 0;
@@ -718,6 +728,23 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
           least_seconds = rerun_stop.seconds_left();
         }
         auto least = rerun(floor);
+        if (least.arena > limit && offloads) {
+          // The last resort: the offloaders offload every value (plan_context::offload_everything).
+          // Their fastest choice that meets the least target in the model may not place within it,
+          // where the choice that moves most does (tests/io/data/chain6.json at its floor).
+          // (A refusal there, e.g. above the host limit, leaves the least target's refusal to stand.)
+          run_ctx.offload_everything = true;
+          try {
+            auto all = rerun(floor);
+            if (all.placed()) {
+              best_arena = std::min(best_arena, all.arena);
+              if (all.arena <= limit) least = std::move(all);
+            }
+          } catch (const error& e) {
+            if (e.code() != errc::infeasible && e.code() != errc::limit_exceeded && e.code() != errc::not_better) throw;
+          }
+          run_ctx.offload_everything = false;
+        }
         if (least.arena > limit) {
           std::string clock_note;
           if (timed && least_seconds < first_run_s)

@@ -246,7 +246,11 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
                                         " bytes beats a step of " + number_text(ctx.offload_to_beat) + " s (its makespan lower bound is " +
                                         number_text(lb) + " s)");
     chooser ch(p, tl, m, target);
-    const auto c = choose(ch, target);
+    if (ctx.offload_everything) {
+      ch.consider(first_k(static_cast<std::int32_t>(m.candidates.size())));
+      ch.remark += "every value, plan()'s last resort at its least target";
+    }
+    const auto c = ctx.offload_everything ? ch.best() : choose(ch, target);
     if (c.found()) {
       chosen = c.chosen;
       note = name + ": offloads " + std::to_string(chosen.size()) + " of " + std::to_string(m.candidates.size()) + " values (" +
