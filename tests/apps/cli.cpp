@@ -549,7 +549,7 @@ TEST_CASE("plan --offloader combined on a training chain: the chain program's pl
   const std::string common = " --budget 50000 --bandwidth 4e6 --deterministic";
   auto makespan_of = [&](const std::string& policies, const std::string& tag) {
     const auto r = s.run("plan " + graph + common + " " + policies + " -v -o '" + s / (tag + ".json") + "' --report-json '" + s / (tag + ".report.json") + "'");
-    INFO(tag, r.err);
+    INFO(tag << ": " << r.err);
     REQUIRE(r.code == 0);
     CHECK(s.run("verify " + graph + " '" + s / (tag + ".json") + "'").code == 0);
     const auto j = nlohmann::json::parse(slurp(s / (tag + ".report.json")));
