@@ -55,6 +55,13 @@ inline void validate_context(const plan_context& c) {
   if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
 }
 
+// A stage's refusal to meet its target (none of its choices fits, an exact method's size guard, or
+// nothing it can reach beats the step to beat), as opposed to bad input: where the pipeline tries a
+// stage once more on its own, such a refusal leaves the result it already has.
+inline bool is_refusal(const error& e) {
+  return e.code() == errc::infeasible || e.code() == errc::limit_exceeded || e.code() == errc::not_better;
+}
+
 inline constexpr unsigned reducer_bits =
     (1u << static_cast<unsigned>(stage_kind::checkpointer)) | (1u << static_cast<unsigned>(stage_kind::offloader));
 
@@ -148,7 +155,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
               if (aim >= 0) c.memory_target = aim;
               alone = run_stage(std::get<I + 1>(t), p, given, c);
             } catch (const error& e) {
-              if (e.code() != errc::infeasible && e.code() != errc::limit_exceeded && e.code() != errc::not_better) throw;
+              if (!detail::is_refusal(e)) throw;
               return timeline{};
             }
             offload_s += alone.stages.back().seconds;
@@ -741,7 +748,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
               if (all.arena <= limit) least = std::move(all);
             }
           } catch (const error& e) {
-            if (e.code() != errc::infeasible && e.code() != errc::limit_exceeded && e.code() != errc::not_better) throw;
+            if (!detail::is_refusal(e)) throw;
           }
           run_ctx.offload_everything = false;
         }
