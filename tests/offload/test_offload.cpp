@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -570,6 +571,37 @@ TEST_CASE("plan_context::offload_to_beat: an offloader whose makespan bound is n
   CHECK(again.stats.makespan == free.stats.makespan);
   CHECK(again.arena == free.arena);
   CHECK(again.steps == free.steps);
+}
+
+TEST_CASE("plan_context::offload_fill: the policy's own choice and that share of the values it left out, in production order, 1 every value") {
+  const auto p = testing::training_dag(357);
+  // "offloads K of N values" from the offloader's note.
+  const auto offloaded = [](const memory_plan& mp) {
+    for (const auto& r : mp.stages) {
+      const auto at = r.note.find("offloads ");
+      if (r.kind != stage_kind::offloader || at == std::string::npos) continue;
+      const auto k = std::stoi(r.note.substr(at + 9));
+      const auto of = r.note.find(" of ", at);
+      return std::pair{k, std::stoi(r.note.substr(of + 4))};
+    }
+    return std::pair{-1, -1};
+  };
+  auto ctx = ctx_357(40000);
+  const auto own = plan(p, schedule::given{} | offload::refined{} | place::best_fit{}, ctx);
+  const auto [k0, n] = offloaded(own);
+  REQUIRE(k0 > 0);
+  REQUIRE(n - k0 >= 3);
+  for (const double fill : {0.25, 0.5, 1.0}) {
+    CAPTURE(fill);
+    ctx.offload_fill = fill;
+    const auto more = plan(p, schedule::given{} | offload::refined{} | place::best_fit{}, ctx);  // (verified by plan())
+    const auto [k, of] = offloaded(more);
+    CHECK(of == n);
+    CHECK(k == k0 + static_cast<int>(std::ceil(fill * (n - k0))));
+    CHECK(more.stats.transfer_bytes > own.stats.transfer_bytes);
+    CHECK(more.stats.makespan >= own.stats.makespan);  // refined's own choice is the fastest it found
+    CHECK(notes_say(more, fill == 1.0 ? "every value, plan()'s last resort" : "more of the " + std::to_string(n - k0) + " it left out"));
+  }
 }
 
 TEST_CASE("a checkpointer then an offloader whose plan places above the budget: the offloader's other result is placed too") {

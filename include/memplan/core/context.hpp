@@ -145,12 +145,14 @@ struct plan_context {
   // checkpointer-then-offloader composition sets it where it asks whether offloading alone beats the
   // checkpointer's plan, so that a slow copy engine costs one bound, not a search. < 0: none.
   double offload_to_beat = -1.0;
-  // true: every offloader offloads every value its model allows (GREEDY's last prefix, the choice
-  // that moves most) instead of its own choice. plan()'s last resort at the least target, where the
-  // fastest choice that meets it in the model placed above the budget: tests/io/data/chain6.json at
-  // its floor of 46,656 B and 1e5 B/s, `refined` chose 4 of 6 values, whose buffers place at
-  // 48,192 B at best (proven by exact search), where offloading all 6 places at 46,656 B.
-  bool offload_everything = false;
+  // > 0: every offloader offloads more than its own choice: that choice at its target, plus the first
+  // ceil(offload_fill x r) of the r offloadable values it left out (in production order); 1: every
+  // value its model allows (GREEDY's last prefix, the choice that moves most). plan()'s last resort
+  // at the least target, where the fastest choice that meets it in the model placed above the
+  // budget: tests/io/data/chain6.json at its floor of 46,656 B and 1e5 B/s, `refined` chose 4 of 6
+  // values, whose buffers place at 48,192 B at best (proven by exact search), where offloading all 6
+  // places at 46,656 B. plan() then bisects the fill for a faster plan that still fits.
+  double offload_fill = 0.0;
   // Where a checkpointer that chooses among plans (remat::best_solver_free, so the default) leaves
   // the others that meet the memory target, in the order it would have chosen them (at most
   // max_runners_up). plan() sets it for its first run when the pipeline's one checkpointer or

@@ -151,7 +151,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             try {
               plan_context c = sctx;
               c.offload_to_beat = to_beat;
-              c.offload_everything = c.offload_everything || everything;
+              if (everything) c.offload_fill = 1.0;
               if (aim >= 0) c.memory_target = aim;
               alone = run_stage(std::get<I + 1>(t), p, given, c);
             } catch (const error& e) {
@@ -318,7 +318,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             // step), then twice the largest overshoot lower, then the least target; where the plan
             // aimed at one is no faster than the slower plan, halfway back up to over_at.
             // Where the plan aimed at the least target overshoots too, one more run there moves every
-            // value (plan_context::offload_everything, plan()'s last resort): random training graph
+            // value (plan_context::offload_fill = 1, plan()'s last resort): random training graph
             // 3526, where offloading alone meets the budget only so, at 908 s a step against the
             // checkpointer's 975 s.
             auto over_at = std::min(sctx.peak_target(), placed.peak);
@@ -736,21 +736,35 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         }
         auto least = rerun(floor);
         if (least.arena > limit && offloads) {
-          // The last resort: the offloaders offload every value (plan_context::offload_everything).
+          // The last resort: the offloaders offload every value (plan_context::offload_fill = 1).
           // Their fastest choice that meets the least target in the model may not place within it,
-          // where the choice that moves most does (tests/io/data/chain6.json at its floor).
+          // where the choice that moves most does (tests/io/data/chain6.json at its floor). Then up to
+          // three runs bisect the fill between their own choice (0, placed above) and every value, for
+          // the least that still places within: a faster plan, moving less (the first fill known to
+          // place within, else 1, is the upper end; the fastest plan that fits is kept).
           // (A refusal there, e.g. above the host limit, leaves the least target's refusal to stand.)
-          run_ctx.offload_everything = true;
-          try {
-            auto all = rerun(floor);
-            if (all.placed()) {
-              best_arena = std::min(best_arena, all.arena);
-              if (all.arena <= limit) least = std::move(all);
+          const double fill_was = run_ctx.offload_fill;
+          auto at_fill = [&](double fill) {
+            run_ctx.offload_fill = fill;
+            timeline out;
+            try {
+              out = rerun(floor);
+            } catch (const error& e) {
+              if (!detail::is_refusal(e)) throw;
             }
-          } catch (const error& e) {
-            if (!detail::is_refusal(e)) throw;
+            run_ctx.offload_fill = fill_was;
+            if (out.placed()) best_arena = std::min(best_arena, out.arena);
+            return out;
+          };
+          double lo = 0.0, hi = 1.0;
+          if (auto all = at_fill(1.0); all.placed() && all.arena <= limit) least = std::move(all);
+          for (int k = 0; k < 3 && (ctx.deterministic || !rerun_stop.expired()); ++k) {
+            const double mid = 0.5 * (lo + hi);
+            auto some = at_fill(mid);
+            const bool fits = some.placed() && some.arena <= limit;
+            (fits ? hi : lo) = mid;
+            if (fits && (least.arena > limit || better_plan(p, some, p, least))) least = std::move(some);
           }
-          run_ctx.offload_everything = false;
         }
         if (least.arena > limit) {
           std::string clock_note;

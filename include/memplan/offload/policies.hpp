@@ -22,6 +22,7 @@
 // timeline. Without a memory limit, or when the incoming peak already fits, nothing is offloaded.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -223,6 +224,42 @@ inline choice refine_choice(chooser& ch, const std::vector<std::int32_t>& start,
   return ch.best();
 }
 
+// plan_context::offload_fill: the policy's own choice at the target (none where the fill is 1, or
+// where it found none), plus the first ceil(fill x r) of the r values it left out, in production
+// order; the choice evaluated on a chooser of its own, so that it is the one returned.
+template <class Choose>
+choice filled_choice(chooser& ch, std::int64_t target, double fill, Choose&& choose) {
+  const auto n = static_cast<std::int32_t>(ch.model().candidates.size());
+  std::vector<bool> in(static_cast<std::size_t>(n), false);
+  std::int32_t own = 0;
+  if (fill < 1)
+    if (const auto c = choose(ch, target); c.found())
+      for (auto i : c.chosen) {
+        own += !in[static_cast<std::size_t>(i)];
+        in[static_cast<std::size_t>(i)] = true;
+      }
+  const auto left = n - own;
+  auto more = static_cast<std::int32_t>(std::ceil(std::min(fill, 1.0) * static_cast<double>(left)));
+  const auto added = more;
+  for (std::int32_t i = 0; i < n && more > 0; ++i)
+    if (!in[static_cast<std::size_t>(i)]) {
+      in[static_cast<std::size_t>(i)] = true;
+      --more;
+    }
+  std::vector<std::int32_t> chosen;
+  for (std::int32_t i = 0; i < n; ++i)
+    if (in[static_cast<std::size_t>(i)]) chosen.push_back(i);
+  auto alone = ch.sibling();
+  alone.hold_host_limit = ch.hold_host_limit;
+  alone.consider(chosen);
+  ch.count_simulations(1);
+  if (!ch.remark.empty()) ch.remark += "; ";
+  ch.remark += added == left && own == 0 ? "every value, plan()'s last resort at its least target"
+                                          : "its own choice of " + std::to_string(own) + " and " + std::to_string(added) + " more of the " +
+                                                std::to_string(left) + " it left out, plan()'s last resort at its least target";
+  return alone.best();
+}
+
 // The frame every offloader shares: model, target, the choice, the timed timeline, the stage record.
 template <class Choose>
 timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, const std::string& name, Choose&& choose) {
@@ -246,11 +283,7 @@ timeline run_offloader(const problem& p, timeline tl, const plan_context& ctx, c
                                         " bytes beats a step of " + number_text(ctx.offload_to_beat) + " s (its makespan lower bound is " +
                                         number_text(lb) + " s)");
     chooser ch(p, tl, m, target);
-    if (ctx.offload_everything) {
-      ch.consider(first_k(static_cast<std::int32_t>(m.candidates.size())));
-      ch.remark += "every value, plan()'s last resort at its least target";
-    }
-    const auto c = ctx.offload_everything ? ch.best() : choose(ch, target);
+    const auto c = ctx.offload_fill > 0 ? filled_choice(ch, target, ctx.offload_fill, choose) : choose(ch, target);
     if (c.found()) {
       chosen = c.chosen;
       note = name + ": offloads " + std::to_string(chosen.size()) + " of " + std::to_string(m.candidates.size()) + " values (" +
