@@ -602,6 +602,10 @@ TEST_CASE("plan_context::offload_fill: the policy's own choice and that share of
     CHECK(more.stats.makespan >= own.stats.makespan);  // refined's own choice is the fastest it found
     CHECK(notes_say(more, fill == 1.0 ? "every value, plan()'s last resort" : "more of the " + std::to_string(n - k0) + " it left out"));
   }
+  for (const double bad : {-0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    ctx.offload_fill = bad;
+    CHECK_THROWS_WITH_AS(plan(p, schedule::given{} | offload::refined{} | place::best_fit{}, ctx), doctest::Contains("offload_fill"), error);
+  }
 }
 
 TEST_CASE("a checkpointer then an offloader whose plan places above the budget: the offloader's other result is placed too") {

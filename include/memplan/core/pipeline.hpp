@@ -53,6 +53,8 @@ inline void validate_context(const plan_context& c) {
     throw error(errc::invalid_argument, "placement_work_share " + std::to_string(c.placement_work_share) + " is not a finite share > 0");
   if (c.capacity < -1) throw error(errc::invalid_argument, "capacity " + std::to_string(c.capacity) + " bytes is negative");
   if (c.arena_target < -1) throw error(errc::invalid_argument, "arena target " + std::to_string(c.arena_target) + " bytes is negative");
+  if (!(c.offload_fill >= 0.0 && c.offload_fill <= 1.0))
+    throw error(errc::invalid_argument, "offload_fill " + std::to_string(c.offload_fill) + " is not a share in [0, 1]");
 }
 
 // A stage's refusal to meet its target (none of its choices fits, an exact method's size guard, or
