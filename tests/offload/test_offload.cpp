@@ -661,6 +661,23 @@ TEST_CASE("a checkpointer then an offloader whose plan places above the budget: 
   }
 }
 
+TEST_CASE("a checkpointer then an offloader: where only moving more than the offloader chose places within the budget, the fill is bisected") {
+  // Random training graph 3526 with the volume test's settings: the offloader alone, faster than the
+  // checkpointer's plan, places 31,594 B, above the budget, at every aim down to the least target
+  // (29,598 B); moving every value there places 30,264 B, at 908.001478 s a step (the
+  // previous commit kept that plan). Bisecting the fill as plan()'s last resort does: 50 % and 37.5 %
+  // of the values the offloader left out place at 30,264 B too, 25 % above the budget; the fastest
+  // that fits is kept, 908 s a step.
+  const auto p = testing::training_dag(3526);
+  const auto ctx = volume_ctx(p, 0.5, 1e6);
+  const auto both = plan(p, schedule::given{} | remat::default_checkpointer{} | offload::default_offloader{} | place::best_fit{}, ctx);
+  CHECK(verify(p, both));
+  CHECK(both.arena <= ctx.budget);
+  CHECK(notes_say(both, "moving every value it placed 30264, moving 50 % of the values it had left it placed 30264, moving 25 % of the values "
+                        "it had left it placed 31594, moving 37.5 % of the values it had left it placed 30264 (the one kept)"));
+  CHECK(both.stats.makespan < 908.001478);
+}
+
 TEST_CASE("the default scheduler then an offloader whose plan places above the budget: the plan on the scheduler's alternative order is placed too") {
   // `memplan plan --offloader default` (scheduler | none | offloader | placer) on random training
   // graph 141 with the property volume test's settings: in the scheduler's order and in the given

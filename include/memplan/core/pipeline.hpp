@@ -147,13 +147,14 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           // (to_beat: seconds its step must beat, where it runs only to be faster; see below. aim: a
           // target of its own, where it runs again aimed lower, below; the checkpointer's record
           // then already says why it was not used.)
-          auto run_alone = [&](double to_beat = -1.0, std::int64_t aim = -1, bool everything = false) {
+          // (fill: plan_context::offload_fill for this run, where above 0.)
+          auto run_alone = [&](double to_beat = -1.0, std::int64_t aim = -1, double fill = 0.0) {
             ran_alone = true;
             timeline alone;
             try {
               plan_context c = sctx;
               c.offload_to_beat = to_beat;
-              if (everything) c.offload_fill = 1.0;
+              if (fill > 0.0) c.offload_fill = fill;
               if (aim >= 0) c.memory_target = aim;
               alone = run_stage(std::get<I + 1>(t), p, given, c);
             } catch (const error& e) {
@@ -322,7 +323,9 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
             // Where the plan aimed at the least target overshoots too, one more run there moves every
             // value (plan_context::offload_fill = 1, plan()'s last resort): random training graph
             // 3526, where offloading alone meets the budget only so, at 908 s a step against the
-            // checkpointer's 975 s.
+            // checkpointer's 975 s. Where that one fits, up to three more bisect the fill between the
+            // offloader's own choice (0, which overshot) and every value, as plan()'s last resort does,
+            // and the fastest plan that fits is kept.
             auto over_at = std::min(sctx.peak_target(), placed.peak);
             auto most_over = placed.arena - ctx.arena_target;
             auto aim = over_at - most_over;
@@ -331,7 +334,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
               if (ctx.cache) aim = std::max(aim, ctx.cache->op_local());  // (the least target: no plan peaks below it)
               if ((k == 4 && !everything) || (!sctx.deterministic && sctx.stop.expired())) break;
               if (!everything && (aim < 0 || aim >= over_at)) break;
-              auto again = run_alone(-1.0, aim, everything);
+              auto again = run_alone(-1.0, aim, everything ? 1.0 : 0.0);
               if (again.stages.empty() || !better_plan(p, again, p, second)) {  // (refused, or no faster)
                 if (everything) break;
                 aim += (over_at - aim) / 2;
@@ -345,11 +348,41 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                 if (e.code() != errc::limit_exceeded && e.code() != errc::infeasible) throw;
                 break;
               }
-              lower_note += std::string(lower_note.empty() ? "" : ", ") + "aimed at " + std::to_string(aim) + " bytes it placed " +
-                            std::to_string(again.arena);
+              lower_note += std::string(lower_note.empty() ? "" : ", ") + "aimed at " + std::to_string(aim) + " bytes" +
+                            (everything ? " moving every value" : "") + " it placed " + std::to_string(again.arena);
               if (again.arena <= ctx.arena_target) {
                 lower = std::move(again);
                 lower_records = again_records;
+                if (everything) {
+                  // A placed run not kept counts its placers' seconds in the plan's.
+                  const auto count_place_s = [&](const timeline& r, std::size_t from) {
+                    for (std::size_t i = from; i < r.stages.size(); ++i) lower_place_s += r.stages[i].seconds;
+                  };
+                  double lo = 0.0, hi = 1.0;
+                  for (int b = 0; b < 3 && (sctx.deterministic || !sctx.stop.expired()); ++b) {
+                    const double mid = 0.5 * (lo + hi);
+                    auto some = run_alone(-1.0, aim, mid);
+                    bool fits = false;
+                    if (!some.stages.empty() && better_plan(p, some, p, second)) {
+                      const auto some_records = some.stages.size();
+                      try {
+                        some = run_from<I + 2>(t, start, p, std::move(some), ctx, nullptr, nullptr, start_ctx, nullptr);
+                        fits = some.arena <= ctx.arena_target;
+                        lower_note += ", moving " + number_text(100.0 * mid) + " % of the values it had left it placed " + std::to_string(some.arena);
+                        if (fits && better_plan(p, some, p, lower)) {
+                          count_place_s(lower, lower_records);
+                          lower = std::move(some);
+                          lower_records = some_records;
+                        } else {
+                          count_place_s(some, some_records);
+                        }
+                      } catch (const error& e) {
+                        if (e.code() != errc::limit_exceeded && e.code() != errc::infeasible) throw;
+                      }
+                    }
+                    (fits ? hi : lo) = mid;
+                  }
+                }
                 break;
               }
               for (std::size_t r = again_records; r < again.stages.size(); ++r) lower_place_s += again.stages[r].seconds;
