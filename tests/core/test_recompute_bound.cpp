@@ -226,8 +226,9 @@ TEST_CASE("random training DAGs with in-place writes that cannot run again: both
   o.p_inplace = 0.8;
   o.p_random_inplace = 0.5;
   int pairs = 0, floors_above_op_local = 0, refused = 0;
-  // (Under the sanitizer every sixth graph: the brute force over orders took 66 s there with every second.)
-  for (std::uint64_t seed = 0; seed < 300; seed += static_cast<std::uint64_t>(testing::sanitizer_stride(6))) {
+  // (Under the sanitizer every fourth graph: the brute force over orders took 66 s there with every
+  // second. Graphs 67, 71, 134 and 176 have an any-order floor above the op-local bound; 176 is kept.)
+  for (std::uint64_t seed = 0; seed < 300; seed += static_cast<std::uint64_t>(testing::sanitizer_stride(4))) {
     const auto p = testing::training_dag(seed, o);
     if (p.num_ops() > 14) continue;  // the brute force over orders
     INFO(p.name());
@@ -257,7 +258,7 @@ TEST_CASE("random training DAGs with in-place writes that cannot run again: both
   }
   MESSAGE(pairs << " (graph, budget) pairs: the any-order floor is above the op-local bound at " << floors_above_op_local
                 << ", and says no plan fits at " << refused);
-  CHECK(pairs > 20 / testing::sanitizer_stride(6));
+  CHECK(pairs > 20 / testing::sanitizer_stride(4));
   CHECK(floors_above_op_local > 0);
 }
 
