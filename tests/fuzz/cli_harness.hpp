@@ -6,7 +6,10 @@
 // with a '/' is refused, so the files it writes (-o, --svg, ...) can only land there. Five arguments
 // stand for real files: @G small.json, @Z small.json.gz, @T chain6.json (a 6-layer training chain with
 // costs in seconds: budgets between 46,656 and 79,428 B leave the offloaders, combined's chain program
-// among them, real choices), @P a valid plan of small.json, @C a MiniMalloc CSV. zoo and frontier are
+// among them, real choices), @P a valid plan of small.json, @C a MiniMalloc CSV. They are copies in the
+// scratch directory's parent, written again before every run: an input such as `plan @G -o @G` once
+// wrote over the repository's tests/io/data/small.json, and a file it rewrote would have changed what
+// later inputs ran on (stop 84). zoo and frontier are
 // parsed only (their work grows with their numbers, not with the input), and every time limit is
 // capped at 50 ms. Exit code 3 (an internal error) is a finding.
 #include <unistd.h>
@@ -14,7 +17,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <utility>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -30,6 +36,7 @@ namespace memplan::fuzz {
 struct cli_sandbox {
   std::filesystem::path root, work;
   std::string graph, graph_gz, chain, plan, csv;
+  std::vector<std::pair<std::string, std::string>> contents;  // (path, bytes) of the five, as written first
 
   cli_sandbox() {
     std::string templ = (std::filesystem::temp_directory_path() / "memplan-fuzz-cli-XXXXXX").string();
@@ -37,14 +44,30 @@ struct cli_sandbox {
     root = templ;
     work = root / "work";
     std::filesystem::create_directories(work);
-    graph = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/small.json";
-    graph_gz = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/small.json.gz";
-    chain = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/chain6.json";
+    const std::string data = std::string(MEMPLAN_SOURCE_DIR) + "/tests/io/data/";
+    graph = (root / "small.json").string();
+    graph_gz = (root / "small.json.gz").string();
+    chain = (root / "chain6.json").string();
     plan = (root / "small.plan.json").string();
     csv = (root / "buffers.csv").string();
     const auto& fx = plan_fixture::get();
     io::write_plan(plan, fx.graph, fx.plan);
     io::write_text_file(csv, "id,lower,upper,size,alignment\na,0,3,100,1\nb,1,4,64,64\nc,2,5,300,1\nd,4,6,100,8\n");
+    for (const auto& [to, from] : {std::pair{graph, data + "small.json"}, std::pair{graph_gz, data + "small.json.gz"},
+                                   std::pair{chain, data + "chain6.json"}, std::pair{plan, plan}, std::pair{csv, csv}}) {
+      std::ifstream in(from, std::ios::binary);
+      if (!in) throw std::runtime_error("the CLI fuzz target cannot read " + from);
+      contents.emplace_back(to, std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    restore();
+  }
+  // Writes the five files as they were first (a run may have written over one).
+  void restore() const {
+    for (const auto& [path, bytes] : contents) {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out) throw std::runtime_error("the CLI fuzz target cannot write " + path);
+    }
   }
   ~cli_sandbox() {
     std::error_code ignored;
@@ -92,6 +115,7 @@ inline int cli_args(const std::uint8_t* data, std::size_t size) {
   for (const auto& a : args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
 
+  box.restore();
   const auto here = std::filesystem::current_path();
   std::filesystem::current_path(box.work);
   std::ostringstream out, err;
