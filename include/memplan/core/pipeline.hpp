@@ -64,6 +64,20 @@ inline bool is_refusal(const error& e) {
   return e.code() == errc::infeasible || e.code() == errc::limit_exceeded || e.code() == errc::not_better;
 }
 
+// The bisection over plan_context::offload_fill after a run that moved every value (plan()'s last
+// resort, and the end of a checkpointer-then-offloader composition's aimed-lower search): up to three
+// runs between the offloader's own choice (0) and every value (1), each at the middle of the fills
+// not yet known to place within and those known to; fits(f) runs at fill f and says whether its plan
+// placed within, more() whether another run may start.
+template <class Fits, class More>
+void bisect_offload_fill(Fits&& fits, More&& more) {
+  double lo = 0.0, hi = 1.0;
+  for (int k = 0; k < 3 && more(); ++k) {
+    const double mid = 0.5 * (lo + hi);
+    (fits(mid) ? hi : lo) = mid;
+  }
+}
+
 inline constexpr unsigned reducer_bits =
     (1u << static_cast<unsigned>(stage_kind::checkpointer)) | (1u << static_cast<unsigned>(stage_kind::offloader));
 
@@ -358,17 +372,19 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                   const auto count_place_s = [&](const timeline& r, std::size_t from) {
                     for (std::size_t i = from; i < r.stages.size(); ++i) lower_place_s += r.stages[i].seconds;
                   };
-                  double lo = 0.0, hi = 1.0;
-                  for (int b = 0; b < 3 && (sctx.deterministic || !sctx.stop.expired()); ++b) {
-                    const double mid = 0.5 * (lo + hi);
-                    auto some = run_alone(-1.0, aim, mid);
-                    bool fits = false;
-                    if (!some.stages.empty() && better_plan(p, some, p, second)) {
-                      const auto some_records = some.stages.size();
-                      try {
-                        some = run_from<I + 2>(t, start, p, std::move(some), ctx, nullptr, nullptr, start_ctx, nullptr);
-                        fits = some.arena <= ctx.arena_target;
-                        lower_note += ", moving " + number_text(100.0 * mid) + " % of the values it had left it placed " + std::to_string(some.arena);
+                  bisect_offload_fill(
+                      [&](double fill) {
+                        auto some = run_alone(-1.0, aim, fill);
+                        if (some.stages.empty() || !better_plan(p, some, p, second)) return false;
+                        const auto some_records = some.stages.size();
+                        try {
+                          some = run_from<I + 2>(t, start, p, std::move(some), ctx, nullptr, nullptr, start_ctx, nullptr);
+                        } catch (const error& e) {
+                          if (e.code() != errc::limit_exceeded && e.code() != errc::infeasible) throw;
+                          return false;
+                        }
+                        const bool fits = some.arena <= ctx.arena_target;
+                        lower_note += ", moving " + number_text(100.0 * fill) + " % of the values it had left it placed " + std::to_string(some.arena);
                         if (fits && better_plan(p, some, p, lower)) {
                           count_place_s(lower, lower_records);
                           lower = std::move(some);
@@ -376,12 +392,9 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                         } else {
                           count_place_s(some, some_records);
                         }
-                      } catch (const error& e) {
-                        if (e.code() != errc::limit_exceeded && e.code() != errc::infeasible) throw;
-                      }
-                    }
-                    (fits ? hi : lo) = mid;
-                  }
+                        return fits;
+                      },
+                      [&] { return sctx.deterministic || !sctx.stop.expired(); });
                 }
                 break;
               }
@@ -791,15 +804,15 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
             if (out.placed()) best_arena = std::min(best_arena, out.arena);
             return out;
           };
-          double lo = 0.0, hi = 1.0;
           if (auto all = at_fill(1.0); all.placed() && all.arena <= limit) least = std::move(all);
-          for (int k = 0; k < 3 && (ctx.deterministic || !rerun_stop.expired()); ++k) {
-            const double mid = 0.5 * (lo + hi);
-            auto some = at_fill(mid);
-            const bool fits = some.placed() && some.arena <= limit;
-            (fits ? hi : lo) = mid;
-            if (fits && (least.arena > limit || better_plan(p, some, p, least))) least = std::move(some);
-          }
+          detail::bisect_offload_fill(
+              [&](double fill) {
+                auto some = at_fill(fill);
+                const bool fits = some.placed() && some.arena <= limit;
+                if (fits && (least.arena > limit || better_plan(p, some, p, least))) least = std::move(some);
+                return fits;
+              },
+              [&] { return ctx.deterministic || !rerun_stop.expired(); });
         }
         if (least.arena > limit) {
           std::string clock_note;
