@@ -327,7 +327,11 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
           // the checkpointer's plan 1,034 s and 30,531 B; aimed lower, offloading alone placed 27,578 B).
           timeline lower;  // the offloader alone, aimed lower, placed within the arena target (none: not found)
           std::size_t lower_records = 0;
-          double lower_place_s = 0.0;  // the placers' seconds over those runs that overshot
+          double lower_place_s = 0.0;  // the placers' seconds over those runs that overshot or were not kept
+          // (A placed run not kept counts its placers' records, from `from` on, in the plan's seconds.)
+          const auto count_place_s = [&](const timeline& r, std::size_t from) {
+            for (std::size_t i = from; i < r.stages.size(); ++i) lower_place_s += r.stages[i].seconds;
+          };
           std::string lower_note;
           if (keep_second && slower_met && only_placers_follow && placed.placed() && second.arena <= ctx.arena_target &&
               placed.arena > ctx.arena_target) {
@@ -368,10 +372,6 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                 lower = std::move(again);
                 lower_records = again_records;
                 if (everything) {
-                  // A placed run not kept counts its placers' seconds in the plan's.
-                  const auto count_place_s = [&](const timeline& r, std::size_t from) {
-                    for (std::size_t i = from; i < r.stages.size(); ++i) lower_place_s += r.stages[i].seconds;
-                  };
                   bisect_offload_fill(
                       [&](double fill) {
                         auto some = run_alone(-1.0, aim, fill);
@@ -398,7 +398,7 @@ timeline run_from(const Tuple& t, std::size_t start, const problem& p, timeline 
                 }
                 break;
               }
-              for (std::size_t r = again_records; r < again.stages.size(); ++r) lower_place_s += again.stages[r].seconds;
+              count_place_s(again, again_records);
               if (everything) break;
               everything = ctx.cache && aim == ctx.cache->op_local();
               most_over = std::max(most_over, again.arena - ctx.arena_target);
