@@ -7,11 +7,10 @@
 // stand for real files: @G small.json, @Z small.json.gz, @T chain6.json (a 6-layer training chain with
 // costs in seconds: budgets between 46,656 and 79,428 B leave the offloaders, combined's chain program
 // among them, real choices), @P a valid plan of small.json, @C a MiniMalloc CSV. They are copies in the
-// scratch directory's parent, written again before every run: an input such as `plan @G -o @G` once
-// wrote over the repository's tests/io/data/small.json, and a file it rewrote would have changed what
-// later inputs ran on (stop 84). zoo and frontier are
-// parsed only (their work grows with their numbers, not with the input), and every time limit is
-// capped at 50 ms. Exit code 3 (an internal error) is a finding.
+// scratch directory's parent, written again before every run that names one: an input such as
+// `plan @G -o @G` once wrote over the repository's tests/io/data/small.json, and a file it rewrote
+// would have changed what later inputs ran on (stop 84). zoo and frontier are parsed only (their work
+// grows with their numbers, not with the input), and every time limit is capped at 50 ms. Exit code 3 (an internal error) is a finding.
 #include <unistd.h>
 
 #include <cstdint>
@@ -59,7 +58,6 @@ struct cli_sandbox {
       if (!in) throw std::runtime_error("the CLI fuzz target cannot read " + from);
       contents.emplace_back(to, std::string(std::istreambuf_iterator<char>(in), {}));
     }
-    restore();
   }
   // Writes the five files as they were first (a run may have written over one).
   void restore() const {
@@ -85,9 +83,11 @@ struct cli_sandbox {
 inline int cli_args(const std::uint8_t* data, std::size_t size) {
   const auto& box = cli_sandbox::get();
   std::vector<std::string> args{"memplan"};
-  bool parse_only = false;
+  bool parse_only = false, uses_files = false;
   std::string cur;
   auto push = [&](std::string a) {
+    const bool file = a == "@G" || a == "@Z" || a == "@T" || a == "@P" || a == "@C";
+    uses_files |= file;
     if (a == "@G") a = box.graph;
     else if (a == "@Z") a = box.graph_gz;
     else if (a == "@T") a = box.chain;
@@ -115,7 +115,9 @@ inline int cli_args(const std::uint8_t* data, std::size_t size) {
   for (const auto& a : args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
 
-  box.restore();
+  // (Only a run that names one of the five can read or write them: the others cannot reach outside
+  // the scratch directory.)
+  if (uses_files) box.restore();
   const auto here = std::filesystem::current_path();
   std::filesystem::current_path(box.work);
   std::ostringstream out, err;
