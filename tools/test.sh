@@ -8,6 +8,8 @@
 #   sanitize  clang++ 14 with ASan + UBSan at -O1, asserts on: the unit tests, a 10 s libFuzzer smoke run
 #             per fuzz target (label fuzz), and determinism.cross_build (this build's CLI against the
 #             default build's, byte for byte).
+# Both build the CLI's code and its policy registries as one translation unit (MEMPLAN_CLI_ONE_UNIT: less
+# compiling in all than the two units side by side that a plain configure builds).
 # Slow and GPU tests are excluded by label (the `all` preset builds and runs the slow ones). `tools/test.sh --fuzz`
 # adds the `fuzz` preset (clang Release, MEMPLAN_FUZZ_SECONDS per target). The CI budget is 40 minutes
 # on 2 cores; the figures of the last measured run are in docs/reliability.md.
@@ -28,7 +30,7 @@ rest_done=0
 for preset in "${presets[@]}"; do
   echo "== memplan: build and test preset '$preset' ($(( $(date +%s) - start )) s so far)"
   t0=$(date +%s)
-  extra=()
+  extra=(-DMEMPLAN_CLI_ONE_UNIT=ON)
   [ "$preset" = default ] && extra+=(-DMEMPLAN_BENCH_OPTIMIZE=-O0 -DMEMPLAN_BENCH_SMOKE_ONLY=ON -DMEMPLAN_APPS_OPTIMIZE=-O1)
   tools/bootstrap.sh "$preset" --no-install "${extra[@]}"
   if [ "$rest_done" = 0 ]; then

@@ -50,6 +50,11 @@ using namespace memplan;
 using cli::check_alignment;
 using cli::parse_bytes;
 using cli::parse_rate;
+// The registries, built in their own translation units (policies.hpp).
+using cli::checkpointers;
+using cli::offloaders;
+using cli::placers;
+using cli::schedulers;
 
 constexpr const char* version_text = "memplan 0.1.0";
 

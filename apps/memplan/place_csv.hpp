@@ -16,14 +16,16 @@
 
 #include <memplan/core/context.hpp>
 #include <memplan/io/buffers_csv.hpp>
-#include <memplan/registry/placers.hpp>
+#include <memplan/place/default_placer.hpp>
+
+#include "policies.hpp"
 
 namespace memplan::cli {
 
 struct csv_run_options {
   std::string input{};                    // path of the buffer list
   std::optional<std::int64_t> capacity{}; // bytes; none: unlimited
-  std::string placer = "default";         // a name of memplan::placers()
+  std::string placer = "default";         // a name of placers() (policies.hpp)
   double time_limit_s = -1;               // seconds for the placers that search; < 0: 60 with a capacity, else their defaults
   bool deterministic = false;             // search-node limits instead of time limits: the same offsets on every run
   // The default placer without a capacity or time limit: a result more than extend_gap above its
