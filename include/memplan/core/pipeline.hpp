@@ -467,30 +467,49 @@ inline void add_stage_seconds(std::array<double, 4>& secs, const std::vector<sta
 
 // For pipelines that reduce memory by recomputation alone: the least memory any such plan needs
 // (core/recompute_bound.hpp), when it is above the op-local bound.
-template <class S>
-std::string recompute_floor_text(const problem& p, std::int64_t budget) {
-  if constexpr (contains_kind<S>(stage_kind::offloader)) {
-    return {};
-  } else {
-    const auto b = recompute_bound_any_order(p, budget);
-    if (b.floor_op == no_id || b.memory_floor <= op_local_bound(p)) return {};
-    return "; a plan that only recomputes needs at least " + bytes_text(b.memory_floor) + " (while " + p.describe_op(b.floor_op) +
-           " runs, the storages written before it and read after it that no rerun can rebuild stay in memory: no recomputable op writes them, "
-           "or what they hold derives from an op that cannot run again)";
-  }
+inline std::string recompute_floor_text(const problem& p, std::int64_t budget, bool offloads) {
+  if (offloads) return {};
+  const auto b = recompute_bound_any_order(p, budget);
+  if (b.floor_op == no_id || b.memory_floor <= op_local_bound(p)) return {};
+  return "; a plan that only recomputes needs at least " + bytes_text(b.memory_floor) + " (while " + p.describe_op(b.floor_op) +
+         " runs, the storages written before it and read after it that no rerun can rebuild stay in memory: no recomputable op writes them, "
+         "or what they hold derives from an op that cannot run again)";
 }
 
-}  // namespace detail
+// What plan() needs to know of a pipeline's type, as values, so that its budget loop (below) is
+// compiled once for every pipeline instead of once per pipeline type: the tests compose 65 pipeline
+// types in one translation unit, and plan()'s instantiations were the largest name in its optimiser's
+// time (docs/reliability.md, "Stop 84").
+struct pipeline_shape {
+  bool has_scheduler = false;
+  bool has_checkpointer = false;
+  bool has_offloader = false;
+  bool one_reducer_then_placers = false;  // one checkpointer or offloader, and only placers after it
+  [[nodiscard]] bool has_reducer() const { return has_checkpointer || has_offloader; }
+};
 
-template <stage S>
-memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
-  static_assert(contains_kind<S>(stage_kind::placer),
-                "memplan::plan: the pipeline has no placer -- end it with `| place::default_placer{}` (or call olla::optimize)");
+template <class S>
+constexpr pipeline_shape shape_of() {
+  using tuple_type = std::decay_t<decltype(as_tuple(std::declval<const S&>()))>;
+  return {.has_scheduler = contains_kind<S>(stage_kind::scheduler),
+          .has_checkpointer = contains_kind<S>(stage_kind::checkpointer),
+          .has_offloader = contains_kind<S>(stage_kind::offloader),
+          .one_reducer_then_placers = reducer_count<tuple_type>() == 1 &&
+                                      last_reducer_before_placers<tuple_type>() != std::numeric_limits<std::size_t>::max()};
+}
+
+// The pipeline's stages from index `from` on (run_from over its tuple), for plan_stages.
+using stages_runner = std::function<timeline(std::size_t from, timeline tl, const plan_context& ctx, timeline* before_reduce,
+                                             std::size_t* reduce_at, const plan_context* start_ctx,
+                                             const std::function<bool(const timeline&)>* place_if)>;
+
+// plan() for any pipeline: its shape, its name and a way to run its stages.
+inline memory_plan plan_stages(const problem& p, const pipeline_shape& shape, const std::string& pipeline_name,
+                               const stages_runner& run_stages, plan_context ctx) {
   detail::validate_context(ctx);
   ctx.cache = ctx.cache_for(p);
   if (!ctx.memo) ctx.memo = std::make_shared<stage_memo>();
-  const auto stages = detail::as_tuple(s);
-  constexpr bool has_reducer = (stage_kinds<S> & detail::reducer_bits) != 0;
+  const bool has_reducer = shape.has_reducer();
   const auto limit = ctx.arena_limit();
   const bool limited = limit != std::numeric_limits<std::int64_t>::max();
 
@@ -518,7 +537,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   // Without a scheduler, the given order's timeline, its ops' implementations chosen as a scheduler's
   // would be (the choice is then recorded as the given order's).
   timeline start;
-  if constexpr (!contains_kind<S>(stage_kind::scheduler)) {
+  if (!shape.has_scheduler) {
     start = given_timeline(p);
     if (auto chosen = apply_implementation_choice(p, start, run_ctx); !chosen.empty())
       start.stages.push_back({stage_kind::scheduler, "given", 0.0, std::move(chosen)});
@@ -552,21 +571,18 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   // The first run's reducer leaves its runners-up (plan_context::runners_up) when it is the
   // pipeline's one checkpointer or offloader and only placers follow it: they are placed from the
   // stage after it.
-  constexpr bool one_reducer_then_placers = detail::reducer_count<std::decay_t<decltype(stages)>>() == 1 &&
-                                            detail::last_reducer_before_placers<std::decay_t<decltype(stages)>>() !=
-                                                std::numeric_limits<std::size_t>::max();
   std::vector<timeline> runners_up;
   plan_context first_reducer_ctx = run_ctx;
-  if (one_reducer_then_placers && limited) first_reducer_ctx.runners_up = &runners_up;
+  if (shape.one_reducer_then_placers && limited) first_reducer_ctx.runners_up = &runners_up;
   try {
-    tl = detail::run_from(stages, 0, p, std::move(start), run_ctx, &before_reduce, &reduce_at, &first_reducer_ctx, &first_place_if);
+    tl = run_stages(0, std::move(start), run_ctx, &before_reduce, &reduce_at, &first_reducer_ctx, &first_place_if);
   } catch (const error& e) {
     if (e.code() != errc::infeasible || has_reducer) throw;
     throw error(errc::infeasible, "'" + p.name() + "': " + e.what() + "; no order needs less than " +
                                       detail::bytes_text(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes) +
                                       " (add a checkpointer to recompute activations)");
   }
-  if constexpr (has_reducer) {
+  if (has_reducer) {
     if (has_to_beat && (!tl.placed() || tl.arena > limit) && behind(tl)) {
       // It costs more than the margin above the plan to beat, and the reruns, which aim lower,
       // recompute / offload more.
@@ -609,7 +625,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
         if (run_ctx.stop.expired()) break;
         const auto records = alt.stages.size();
         runner_up_tries.push_back({alt.stages.back().name, -1});
-        auto placed = detail::run_from(stages, reduce_at + 1, p, std::move(alt), place_ctx, nullptr, nullptr);
+        auto placed = run_stages(reduce_at + 1, std::move(alt), place_ctx, nullptr, nullptr, nullptr, nullptr);
         detail::add_stage_seconds(run_seconds, placed.stages, records);
         runner_up_tries.back().second = placed.arena;
         if (placed.arena <= limit) {
@@ -674,7 +690,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
             not_placed = behind_kept ? -1 : -2;
             return !behind_kept && !behind_beat;
           };
-        auto out = detail::run_from(stages, reduce_at, p, before_reduce, run_ctx, nullptr, nullptr, &reducer_ctx, &place_if);
+        auto out = run_stages(reduce_at, before_reduce, run_ctx, nullptr, nullptr, &reducer_ctx, &place_if);
         detail::add_stage_seconds(run_seconds, out.stages, kept_records);
         reruns.push_back({target, out.placed() ? out.arena : not_placed});
         return out;
@@ -832,7 +848,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                                             detail::bytes_text(std::min(best_arena, least.arena)) +
                                             ", and no plan of any kind needs less than " + detail::bytes_text(floor) +
                                             " (resident bytes plus the largest single op's inputs, outputs and workspace)" +
-                                            detail::recompute_floor_text<S>(p, limit) + order_note + clock_note);
+                                            detail::recompute_floor_text(p, limit, shape.has_offloader) + order_note + clock_note);
         }
         ok = floor;
         fits = std::move(least);
@@ -882,7 +898,7 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
                                         " (no order needs less than " + detail::bytes_text(ctx.cache->order_bound(ctx.lower_bound_max_ops).bytes) +
                                         "; add a checkpointer to recompute activations)");
   }
-  if (!tl.placed()) throw error(errc::invalid_plan, "the pipeline '" + s.name() + "' did not place the timeline");
+  if (!tl.placed()) throw error(errc::invalid_plan, "the pipeline '" + pipeline_name + "' did not place the timeline");
 
   memory_plan mp{std::move(tl), {}};
   mp.alternatives.clear();  // the scheduler's other orders, where no stage took them up (an offloader)
@@ -903,8 +919,8 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
     }
     if (!reruns.empty()) {
       note += std::string("; the ") +
-              (!contains_kind<S>(stage_kind::offloader) ? "checkpointer and the stages after it"
-               : contains_kind<S>(stage_kind::checkpointer) ? "checkpointer, the offloader and the stages after them"
+              (!shape.has_offloader ? "checkpointer and the stages after it"
+               : shape.has_checkpointer ? "checkpointer, the offloader and the stages after them"
                                                            : "offloader and the stages after it") +
               " ran " + std::to_string(reruns.size()) + " more time" + (reruns.size() > 1 ? "s" : "") + ", aimed at";
       for (std::size_t i = 0; i < reruns.size(); ++i)
@@ -949,6 +965,21 @@ memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
   }
   verify_or_throw(p, mp);
   return mp;
+}
+
+}  // namespace detail
+
+template <stage S>
+memory_plan plan(const problem& p, const S& s, plan_context ctx = {}) {
+  static_assert(contains_kind<S>(stage_kind::placer),
+                "memplan::plan: the pipeline has no placer -- end it with `| place::default_placer{}` (or call olla::optimize)");
+  const auto stages = detail::as_tuple(s);
+  const detail::stages_runner run = [&stages, &p](std::size_t from, timeline tl, const plan_context& c, timeline* before_reduce,
+                                                  std::size_t* reduce_at, const plan_context* start_ctx,
+                                                  const std::function<bool(const timeline&)>* place_if) {
+    return detail::run_from(stages, from, p, std::move(tl), c, before_reduce, reduce_at, start_ctx, place_if);
+  };
+  return detail::plan_stages(p, detail::shape_of<S>(), s.name(), run, std::move(ctx));
 }
 
 // Certifies mp's lower bound with the min-cut bound afterwards, as plan() does with
