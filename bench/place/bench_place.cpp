@@ -39,6 +39,7 @@
 
 #include <memplan/io/buffers_csv.hpp>
 #include <memplan/place/placers.hpp>
+#include "library_placers.hpp"  // apps/memplan (this program's one)
 #include "place_csv.hpp"  // apps/memplan: what `memplan place` runs
 #include <memplan/place/window_bound.hpp>
 

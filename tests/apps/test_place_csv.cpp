@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "../../apps/memplan/library_placers.hpp"  // (this program's one)
 #include "../../apps/memplan/place_csv.hpp"
 
 using namespace memplan;
